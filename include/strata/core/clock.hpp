@@ -1,0 +1,141 @@
+// strata/core/clock.hpp: raw tick reads on the hot path, nanoseconds only at export.
+//
+// Where the CPU reports an invariant TSC (constant rate, keeps counting in deep sleep) the hot
+// path reads it with one `rdtsc`; everywhere else it reads `std::chrono::steady_clock`, whose
+// ticks are already nanoseconds. The choice is made once per process, before the first
+// profiler starts, and never changes afterwards, so every tick of a trace has one meaning.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "strata/core/config.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define STRATA_DETAIL_HAS_TSC 1
+#else
+#define STRATA_DETAIL_HAS_TSC 0
+#endif
+
+namespace strata {
+inline namespace v1 {
+
+/// What a tick is: a TSC cycle or a steady_clock nanosecond.
+enum class clock_source : std::uint8_t { steady_clock, tsc };
+
+constexpr std::string_view clock_source_name(clock_source s) noexcept {
+  return s == clock_source::tsc ? "tsc" : "steady_clock";
+}
+
+namespace detail {
+
+/// True once the process has chosen the TSC; constant-initialised so reads never race with
+/// dynamic initialisation.
+inline constinit std::atomic<bool> use_tsc{false};
+
+inline std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// CPUID leaf 0x80000007, EDX bit 8: the TSC runs at a constant rate in every P-, C- and
+/// T-state, which is what makes it usable as a wall clock.
+inline bool cpu_has_invariant_tsc() noexcept {
+#if STRATA_DETAIL_HAS_TSC
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, eax, ebx, ecx, edx);
+  return (edx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace detail
+
+/// The hot-path clock. `now()` returns raw ticks; `clock_calibration` turns them into ns.
+struct clock {
+  /// Reads the process's tick source: one `rdtsc`, or `steady_clock` where the TSC is not
+  /// invariant.
+  static STRATA_FORCE_INLINE std::uint64_t now() noexcept {
+#if STRATA_DETAIL_HAS_TSC
+    if (detail::use_tsc.load(std::memory_order_relaxed)) [[likely]]
+      return __rdtsc();
+#endif
+    return static_cast<std::uint64_t>(detail::steady_now_ns());
+  }
+
+  static clock_source source() noexcept {
+    return detail::use_tsc.load(std::memory_order_relaxed) ? clock_source::tsc
+                                                           : clock_source::steady_clock;
+  }
+
+  /// Chooses the tick source for the whole process; called before the first profiler starts
+  /// recording. `STRATA_CLOCK=steady_clock` in the environment forces the portable clock.
+  static void select_once() noexcept {
+    static const bool chosen = [] {
+      const char* forced = std::getenv("STRATA_CLOCK");
+      const bool allow_tsc = forced == nullptr || std::string_view(forced) != "steady_clock";
+      bool tsc = allow_tsc && detail::cpu_has_invariant_tsc();
+      detail::use_tsc.store(tsc, std::memory_order_relaxed);
+      return tsc;
+    }();
+    static_cast<void>(chosen);
+  }
+};
+
+/// A linear map from ticks to steady_clock nanoseconds, measured from two (tick, ns) pairs
+/// taken far enough apart that the read jitter of either pair is negligible.
+class clock_calibration {
+ public:
+  /// Takes the first anchor now.
+  static clock_calibration begin() noexcept {
+    clock_calibration c;
+    c.source_ = clock::source();
+    c.anchor_ticks_ = clock::now();
+    c.anchor_ns_ = detail::steady_now_ns();
+    return c;
+  }
+
+  /// Takes the second anchor, waiting until at least `min_span` has passed since the first so
+  /// that the rate is known to within about 1e-5.
+  void finish(std::chrono::nanoseconds min_span = std::chrono::milliseconds(2)) noexcept {
+    if (source_ == clock_source::steady_clock) {
+      ns_per_tick_ = 1.0;
+      return;
+    }
+    std::uint64_t ticks = 0;
+    std::int64_t ns = 0;
+    do {
+      ticks = clock::now();
+      ns = detail::steady_now_ns();
+    } while (ns - anchor_ns_ < min_span.count());
+    ns_per_tick_ = static_cast<double>(ns - anchor_ns_) /
+                   static_cast<double>(ticks - anchor_ticks_);
+  }
+
+  /// Nanoseconds on the steady clock at which `ticks` was read.
+  std::int64_t to_ns(std::uint64_t ticks) const noexcept {
+    if (source_ == clock_source::steady_clock) return static_cast<std::int64_t>(ticks);
+    const double delta = static_cast<double>(static_cast<std::int64_t>(ticks - anchor_ticks_));
+    return anchor_ns_ + static_cast<std::int64_t>(delta * ns_per_tick_ + (delta < 0 ? -0.5 : 0.5));
+  }
+
+  clock_source source() const noexcept { return source_; }
+  double ns_per_tick() const noexcept { return ns_per_tick_; }
+
+ private:
+  clock_source source_ = clock_source::steady_clock;
+  std::uint64_t anchor_ticks_ = 0;
+  std::int64_t anchor_ns_ = 0;
+  double ns_per_tick_ = 1.0;
+};
+
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,94 @@
+// strata/core/intern.hpp: one descriptor per distinct run-time name.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "strata/core/layer.hpp"
+#include "strata/core/site.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// Interns run-time names: the first use of a (layer, kind, name) copies the name once into
+/// storage that lives as long as the process; every later use finds the same `site`. A
+/// thread-local cache in front keeps the shared table's lock off repeated look-ups.
+class intern_table {
+ public:
+  static intern_table& instance() noexcept {
+    static intern_table* t = new intern_table;  // never destroyed: records point into it
+    return *t;
+  }
+
+  const site* get(layer l, record_kind k, std::string_view name) {
+    std::lock_guard lock(mutex_);
+    auto it = sites_.find(key_view{l, k, name});
+    if (it != sites_.end()) return it->second;
+    const std::string& stored = names_.emplace_back(name);
+    const site& s = storage_.emplace_back(site{stored.c_str(), "", 0, l, k});
+    sites_.emplace(key_view{l, k, stored}, &s);
+    return &s;
+  }
+
+  std::size_t size() {
+    std::lock_guard lock(mutex_);
+    return storage_.size();
+  }
+
+ private:
+  struct key_view {
+    layer l;
+    record_kind k;
+    std::string_view name;
+    bool operator==(const key_view&) const = default;
+  };
+  struct key_hash {
+    std::size_t operator()(const key_view& v) const noexcept {
+      return std::hash<std::string_view>{}(v.name) ^
+             (static_cast<std::size_t>(v.l) << 3 | static_cast<std::size_t>(v.k));
+    }
+  };
+
+  std::mutex mutex_;
+  std::deque<std::string> names_;  // deque: element addresses stay put as it grows
+  std::deque<site> storage_;
+  std::unordered_map<key_view, const site*, key_hash> sites_;
+};
+
+/// Hashes strings and string_views alike, so the cache is probed without building a string.
+struct transparent_string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+/// The calling thread's cache in front of the shared table: a hash and a compare per call, no
+/// lock and no copy once a name has been seen.
+inline const site* intern_cached(layer l, record_kind k, std::string_view name) {
+  using cache_map =
+      std::unordered_map<std::string, const site*, transparent_string_hash, std::equal_to<>>;
+  thread_local cache_map cache[layer_count][3];
+  cache_map& m = cache[static_cast<int>(l)][static_cast<int>(k)];
+  if (auto it = m.find(name); it != m.end()) return it->second;
+  const site* s = intern_table::instance().get(l, k, name);
+  m.emplace(std::string(name), s);
+  return s;
+}
+
+}  // namespace detail
+
+/// Interns a run-time name once and returns its descriptor, to keep and pass to
+/// `STRATA_SCOPE_SITE`-style calls when the same dynamic name is used in a hot loop.
+inline const site* intern(layer l, std::string_view name, record_kind k = record_kind::scope) {
+  return detail::intern_table::instance().get(l, k, name);
+}
+
+}  // namespace v1
+}  // namespace strata

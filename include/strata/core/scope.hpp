@@ -1,0 +1,147 @@
+// strata/core/scope.hpp: the RAII scope and the one-shot records (instants, counters).
+//
+// This is all the hot path there is. A scope reads the state word once (one relaxed load and a
+// test), two timestamps, and stores one 32-byte record when it closes. Nothing here locks,
+// allocates (after a thread's first record of a session), copies a string or throws.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <string_view>
+
+#include "strata/core/clock.hpp"
+#include "strata/core/config.hpp"
+#include "strata/core/intern.hpp"
+#include "strata/core/layer.hpp"
+#include "strata/core/record.hpp"
+#include "strata/core/site.hpp"
+#include "strata/core/thread_registry.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// True when a session runs, captures `l`, and the calling thread has its buffer.
+STRATA_FORCE_INLINE bool should_record(layer l, std::uint32_t s) noexcept {
+  return (s & layer_set::bit(l)) != 0 && ensure_buffer(s);
+}
+
+/// Tag that selects the run-time-name constructor of `scope`.
+struct dynamic_name_t {};
+inline constexpr dynamic_name_t dynamic_name{};
+
+}  // namespace detail
+
+/// Records the interval between its construction and destruction on the calling thread.
+/// Use it through `STRATA_SCOPE` and friends; it stays declared (as a no-op) when strata is
+/// compiled out, so code that names it still compiles.
+///
+/// **Example**
+/// ```cpp
+/// static constexpr strata::site where{"load_weights", __FILE__, __LINE__,
+///                                     strata::layer::user, strata::record_kind::scope};
+/// { strata::scope s{&where}; load(); }
+/// ```
+class scope {
+ public:
+  /// Opens a scope for a static descriptor. `payload` is stored with the record (the
+  /// correlation id of framework and runtime scopes).
+  STRATA_FORCE_INLINE explicit scope(const site* where, std::uint64_t payload = 0) noexcept
+      : where_(where), payload_(payload) {
+#if STRATA_ENABLED
+    if (detail::should_record(where->where, detail::load_state())) begin_ = clock::now();
+#endif
+  }
+
+  /// Opens a scope whose name is only known at run time. `name` is a callable returning
+  /// something convertible to `std::string_view`; it is called only when the layer is
+  /// captured, and the name is interned once per distinct value.
+  template <class NameFn>
+  STRATA_FORCE_INLINE scope(detail::dynamic_name_t, layer l, NameFn&& name,
+                            std::uint64_t payload = 0) noexcept
+      : payload_(payload) {
+#if STRATA_ENABLED
+    if (detail::should_record(l, detail::load_state())) {
+      try {
+        where_ = detail::intern_cached(l, record_kind::scope, std::string_view(name()));
+        begin_ = clock::now();
+      } catch (...) {
+        // Interning failed (out of memory): this scope is not recorded.
+      }
+    }
+#else
+    static_cast<void>(l);
+    static_cast<void>(name);
+#endif
+  }
+
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+
+  STRATA_FORCE_INLINE ~scope() {
+#if STRATA_ENABLED
+    if (begin_ != 0) detail::tl_buffer->ring.push(record{begin_, clock::now(), where_, payload_});
+#endif
+  }
+
+  /// Sets the payload (correlation id) stored when the scope closes.
+  void set_payload(std::uint64_t payload) noexcept { payload_ = payload; }
+  /// Whether this scope will produce a record.
+  bool active() const noexcept { return begin_ != 0; }
+
+ private:
+  const site* where_ = nullptr;
+  std::uint64_t payload_ = 0;
+  std::uint64_t begin_ = 0;  // 0: not recording (no clock returns 0 in practice)
+};
+
+namespace detail {
+
+/// Records a point in time.
+STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload = 0) noexcept {
+#if STRATA_ENABLED
+  if (should_record(where->where, load_state())) {
+    const std::uint64_t t = clock::now();
+    tl_buffer->ring.push(record{t, t, where, payload});
+  }
+#else
+  static_cast<void>(where);
+  static_cast<void>(payload);
+#endif
+}
+
+/// Records a counter sample; `value` is a callable, called only when the layer is captured.
+template <class ValueFn>
+STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexcept {
+#if STRATA_ENABLED
+  if (should_record(where->where, load_state())) {
+    const double v = static_cast<double>(value());
+    tl_buffer->ring.push(record{clock::now(), std::bit_cast<std::uint64_t>(v), where, 0});
+  }
+#else
+  static_cast<void>(where);
+  static_cast<void>(value);
+#endif
+}
+
+/// Records an instant with a run-time name (interned once per distinct name).
+template <class NameFn>
+inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
+#if STRATA_ENABLED
+  if (should_record(l, load_state())) {
+    try {
+      const site* where = intern_cached(l, record_kind::instant, std::string_view(name()));
+      const std::uint64_t t = clock::now();
+      tl_buffer->ring.push(record{t, t, where, 0});
+    } catch (...) {
+    }
+  }
+#else
+  static_cast<void>(l);
+  static_cast<void>(name);
+#endif
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,83 @@
+// strata/core/session.hpp: what one profiling session captured, and how it is collected.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/core/clock.hpp"
+#include "strata/core/layer.hpp"
+#include "strata/core/record.hpp"
+#include "strata/core/ring_buffer.hpp"
+#include "strata/core/thread_registry.hpp"
+
+namespace strata {
+inline namespace v1 {
+
+/// The records of one thread in one session, oldest first (a parent before its children).
+struct thread_track {
+  std::uint64_t tid = 0;
+  std::uint32_t sort_index = 0;
+  std::string name;
+  bool exited = false;          ///< the thread had exited when the session stopped
+  std::vector<record> records;
+  std::uint64_t lost = 0;       ///< dropped by a full buffer or overwritten before a drain
+};
+
+/// Everything a stopped session captured, with what is needed to turn ticks into time.
+struct trace_data {
+  std::vector<thread_track> threads;
+  clock_calibration clock;
+  std::uint64_t pid = 0;
+  std::string process_name;
+  layer_set layers;
+  std::size_t buffer_capacity = 0;
+  overflow_policy overflow = overflow_policy::drop_newest;
+  std::uint64_t start_ticks = 0;
+  std::uint64_t stop_ticks = 0;
+
+  std::uint64_t recorded() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads) n += t.records.size();
+    return n;
+  }
+  std::uint64_t lost() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads) n += t.lost;
+    return n;
+  }
+};
+
+namespace detail {
+
+/// Oldest first; of two scopes opened on the same tick the longer (the parent) comes first.
+inline bool record_order(const record& a, const record& b) noexcept {
+  if (a.begin != b.begin) return a.begin < b.begin;
+  const bool a_scope = a.kind() == record_kind::scope;
+  const bool b_scope = b.kind() == record_kind::scope;
+  if (a_scope && b_scope) return a.end > b.end;
+  return a_scope && !b_scope;
+}
+
+/// Moves every thread's records of the current session out of the registry into `out`.
+inline void collect_session(trace_data& out) {
+  registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
+    thread_track t;
+    t.tid = info.tid;
+    t.sort_index = info.order;
+    t.name = info.name;
+    t.exited = info.exited;
+    t.records = std::move(b.drained);
+    b.drained.clear();
+    t.lost = b.lost;
+    std::stable_sort(t.records.begin(), t.records.end(), record_order);
+    out.threads.push_back(std::move(t));
+  });
+  std::sort(out.threads.begin(), out.threads.end(),
+            [](const thread_track& a, const thread_track& b) { return a.sort_index < b.sort_index; });
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,232 @@
+// strata/core/thread_registry.hpp: which threads record, into which buffers, for which session.
+//
+// Every recording thread owns one ring buffer per session. A thread gets its buffer on its
+// first record after a session starts (the cold path below); from then on the hot path only
+// compares the session epoch it cached in thread-local storage with the global state word.
+//
+// Buffers are shared between the registry (which drains them) and the owning thread (which
+// writes them): a buffer outlives a thread that exits, so its records are still exported, and
+// outlives a stopped session for a thread that is still inside a scope, so a late write never
+// touches freed memory.
+//
+// Several shared libraries: the globals here are C++17 inline variables. On ELF platforms with
+// default symbol visibility they are unified across the executable and its shared libraries,
+// so one process has one registry. A library built with -fvisibility=hidden (or a Windows DLL)
+// gets a registry of its own and its records would not reach a profiler started elsewhere:
+// build strata users with default visibility for the strata namespace.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/core/config.hpp"
+#include "strata/core/layer.hpp"
+#include "strata/core/ring_buffer.hpp"
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// The global state word read by every hot-path call: bits 0-7 are the captured layers of the
+/// running session (0 when none runs), bits 8-31 the session's epoch.
+inline constinit std::atomic<std::uint32_t> state{0};
+
+inline constexpr std::uint32_t layer_mask_bits = 0xffu;
+inline constexpr unsigned epoch_shift = 8;
+
+constexpr std::uint32_t epoch_of(std::uint32_t s) noexcept { return s >> epoch_shift; }
+
+/// The OS's id for the calling thread (what Perfetto shows as tid).
+inline std::uint64_t current_thread_id() noexcept {
+#if defined(__linux__)
+  return static_cast<std::uint64_t>(::syscall(SYS_gettid));
+#else
+  return std::hash<std::thread::id>{}(std::this_thread::get_id());
+#endif
+}
+
+/// What the registry knows about one OS thread, for as long as any of its buffers lives.
+struct thread_info {
+  std::uint64_t tid = 0;
+  std::uint32_t order = 0;       // registration order, used as the Perfetto sort index
+  std::string name;              // guarded by the registry's mutex
+  bool exited = false;           // guarded by the registry's mutex
+};
+
+/// One thread's buffer for one session, plus what the consumer has drained out of it so far.
+struct thread_buffer {
+  thread_buffer(std::shared_ptr<thread_info> owner, std::uint32_t session_epoch,
+                std::size_t capacity, overflow_policy policy)
+      : ring(capacity, policy), info(std::move(owner)), epoch(session_epoch) {}
+
+  ring_buffer ring;
+  std::shared_ptr<thread_info> info;
+  std::uint32_t epoch;
+  // Consumer side, guarded by the registry's mutex.
+  std::vector<record> drained;
+  std::uint64_t lost = 0;
+};
+
+// The calling thread's buffer and the epoch it belongs to. Both are constant-initialised and
+// trivially destructible, so the hot path reads them with a plain TLS access (no init guard).
+inline thread_local constinit thread_buffer* tl_buffer = nullptr;
+inline thread_local constinit std::uint32_t tl_epoch = 0;
+// Set once the thread's exit handler ran: records after that point are not taken.
+inline thread_local constinit bool tl_exited = false;
+
+/// The process-wide registry of buffers. Only cold paths take its mutex.
+class registry {
+ public:
+  static registry& instance() noexcept {
+    // Never destroyed: threads that exit after main() returns still reach it.
+    static registry* r = new registry;
+    return *r;
+  }
+
+  /// Starts a session: later records go into fresh buffers of `capacity` records each.
+  /// Returns the new epoch. Buffers of earlier sessions are released here (their owners may
+  /// still hold them until their next record or their exit).
+  std::uint32_t begin_session(layer_set layers, std::size_t capacity, overflow_policy policy) {
+    std::lock_guard lock(mutex_);
+    epoch_ = (epoch_ + 1) & (0xffffffu);
+    if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
+    capacity_ = capacity;
+    policy_ = policy;
+    buffers_.clear();
+    state.store((epoch_ << epoch_shift) | (layers.bits() & layer_mask_bits),
+                std::memory_order_release);
+    return epoch_;
+  }
+
+  /// Stops taking records: the hot path sees no captured layer from now on.
+  void end_session() noexcept {
+    std::lock_guard lock(mutex_);
+    state.store(epoch_ << epoch_shift, std::memory_order_release);
+  }
+
+  /// Moves every record available now out of every buffer of the current session into the
+  /// buffers' drained lists. Safe while threads record.
+  void drain_all() {
+    std::lock_guard lock(mutex_);
+    for (auto& b : buffers_) drain_locked(*b);
+  }
+
+  /// Calls `f(const thread_buffer&, const thread_info&)` for each buffer of the session, under
+  /// the registry's lock, after a final drain.
+  template <class F>
+  void for_each_buffer(F&& f) {
+    std::lock_guard lock(mutex_);
+    for (auto& b : buffers_) {
+      drain_locked(*b);
+      f(*b, *b->info);
+    }
+  }
+
+  /// Cold path of the first record of a thread in a session. Returns false when the thread can
+  /// no longer record (it is exiting).
+  STRATA_NOINLINE bool acquire_buffer() noexcept {
+    if (tl_exited) return false;
+    try {
+      exit_guard& guard = tl_guard;  // first use registers the thread-exit handler
+      std::lock_guard lock(mutex_);
+      if (!guard.info) {
+        guard.info = std::make_shared<thread_info>();
+        guard.info->tid = current_thread_id();
+        guard.info->order = next_order_++;
+        guard.info->name = os_thread_name();
+      }
+      guard.current = std::make_shared<thread_buffer>(guard.info, epoch_, capacity_, policy_);
+      buffers_.push_back(guard.current);
+      tl_buffer = guard.current.get();
+      tl_epoch = epoch_;
+      return true;
+    } catch (...) {
+      return false;  // out of memory: this record is not taken
+    }
+  }
+
+  /// Names the calling thread in traces (like Perfetto's thread_name metadata).
+  void set_current_thread_name(std::string name) {
+    exit_guard& guard = tl_guard;
+    std::lock_guard lock(mutex_);
+    if (!guard.info) {
+      guard.info = std::make_shared<thread_info>();
+      guard.info->tid = current_thread_id();
+      guard.info->order = next_order_++;
+    }
+    guard.info->name = std::move(name);
+  }
+
+ private:
+  registry() = default;
+
+  // Keeps the calling thread's current buffer alive and, at thread exit, marks it exited so
+  // the registry knows no more records will come. Only the cold path touches it.
+  struct exit_guard {
+    std::shared_ptr<thread_info> info;
+    std::shared_ptr<thread_buffer> current;
+    ~exit_guard() {
+      tl_exited = true;
+      tl_buffer = nullptr;
+      tl_epoch = 0;
+      if (info) {
+        std::lock_guard lock(registry::instance().mutex_);
+        info->exited = true;
+      }
+    }
+  };
+  static inline thread_local exit_guard tl_guard;
+
+  static std::string os_thread_name() {
+#if defined(__linux__)
+    char buf[32] = {};
+    if (pthread_getname_np(pthread_self(), buf, sizeof buf) == 0) return buf;
+#endif
+    return {};
+  }
+
+  void drain_locked(thread_buffer& b) {
+    const drain_result r = b.ring.drain(b.drained);
+    b.lost += r.lost;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<thread_buffer>> buffers_;
+  std::uint32_t epoch_ = 0;
+  std::uint32_t next_order_ = 0;
+  std::size_t capacity_ = 1024;
+  overflow_policy policy_ = overflow_policy::drop_newest;
+};
+
+/// True when a session runs and captures `l`. One relaxed load and a test.
+STRATA_FORCE_INLINE std::uint32_t load_state() noexcept {
+  return state.load(std::memory_order_relaxed);
+}
+
+/// Makes sure the calling thread has a buffer for the session whose state word is `s`.
+STRATA_FORCE_INLINE bool ensure_buffer(std::uint32_t s) noexcept {
+  if (tl_epoch != epoch_of(s)) [[unlikely]]
+    return registry::instance().acquire_buffer();
+  return true;
+}
+
+}  // namespace detail
+
+/// Names the calling thread in traces. Call it before or during a session.
+inline void set_thread_name(std::string name) {
+  detail::registry::instance().set_current_thread_name(std::move(name));
+}
+
+}  // namespace v1
+}  // namespace strata
