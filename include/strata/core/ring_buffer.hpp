@@ -124,7 +124,12 @@ class ring_buffer {
   STRATA_NOINLINE bool make_room(std::uint64_t h) noexcept {
     cached_tail_ = tail_.load(std::memory_order_acquire);
     if (h - cached_tail_ <= mask_) return true;
-    if (policy_ == overflow_policy::overwrite_oldest) return true;
+    if (policy_ == overflow_policy::overwrite_oldest) {
+      // The flight recorder laps an undrained ring by design; the consumer's position no
+      // longer limits the producer, so skip this check for one more lap.
+      cached_tail_ = h;
+      return true;
+    }
     dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return false;
   }
