@@ -1,0 +1,22 @@
+#include <strata/strata.hpp>
+#include <thread>
+
+void matmul() { STRATA_SCOPE_LAYER(strata::layer::framework, "aten::matmul"); /* ... */ }
+
+int main() {
+  strata::profiler prof({.output_dir = "strata-out",             // created if missing
+                         .layers = {strata::layer::framework, strata::layer::user},
+                         .buffer_capacity = 1 << 16});          // records per thread
+  prof.start();
+  std::thread worker([] {
+    strata::set_thread_name("worker");
+    for (int step = 0; step < 100; ++step) {
+      STRATA_SCOPE("decode step");                             // user layer, static name
+      matmul();
+      STRATA_COUNTER("tokens", step + 1);                      // a counter track
+    }
+  });
+  worker.join();                          // its records survive the thread
+  prof.stop();
+  prof.export_chrome_trace();             // strata-out/trace.json, written atomically
+}

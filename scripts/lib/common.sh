@@ -1,0 +1,43 @@
+# Shared by scripts/main.sh and scripts/test.sh: install what is missing, then get out of the way.
+# shellcheck shell=bash
+
+STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# Debian packages strata needs to build, test and benchmark. Nothing else is downloaded.
+STRATA_PACKAGES=(
+  g++ clang meson ninja-build pkg-config python3
+  libfmt-dev libboost-dev doctest-dev libbenchmark-dev
+)
+
+log() { printf '[strata] %s\n' "$*" >&2; }
+
+# Installs the packages that are not installed yet; quick (no apt at all) when nothing is missing.
+ensure_packages() {
+  local missing=() p
+  for p in "${STRATA_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+      log "not root and no sudo: install them yourself with apt-get install ${missing[*]}"
+      return 1
+    fi
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# meson setup once; later runs only rebuild what changed (ninja re-runs meson when needed).
+# Usage: setup_build DIR COMPILER [meson options...]
+setup_build() {
+  local dir="$1" compiler="$2"
+  shift 2
+  if [ -f "$dir/build.ninja" ]; then return 0; fi
+  CXX="$compiler" meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || {
+    cat "$dir.setup.log" >&2
+    return 1
+  }
+}
