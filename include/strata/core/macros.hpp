@@ -29,11 +29,11 @@
   }
 
 /// Records the enclosing block under a run-time name (anything convertible to
-/// std::string_view). The name is evaluated only when `layer` is captured, and interned once per
-/// distinct value.
+/// std::string_view, temporaries such as `"step " + std::to_string(i)` included). The name is
+/// evaluated only when `layer` is captured, and interned once per distinct value.
 #define STRATA_SCOPE_DYNAMIC(layer, name)                                                   \
   ::strata::scope STRATA_DETAIL_CAT(strata_scope_, __COUNTER__) {                           \
-    ::strata::detail::dynamic_name, layer, [&]() -> ::std::string_view { return (name); } \
+    ::strata::detail::dynamic_name, layer, [&]() -> decltype(auto) { return (name); } \
   }
 
 /// Records a point in time on the user layer.
@@ -45,7 +45,7 @@
 
 /// Records a point in time under a run-time name.
 #define STRATA_INSTANT_DYNAMIC(layer, name) \
-  ::strata::detail::emit_instant_dynamic(layer, [&]() -> ::std::string_view { return (name); })
+  ::strata::detail::emit_instant_dynamic(layer, [&]() -> decltype(auto) { return (name); })
 
 /// Records a sample of a counter of the user layer (a Chrome `C` event). `value` is evaluated
 /// only when the layer is captured.

@@ -158,6 +158,7 @@ class registry {
 
   /// Names the calling thread in traces (like Perfetto's thread_name metadata).
   void set_current_thread_name(std::string name) {
+    if (tl_exited) return;  // called from another thread_local's destructor: too late to matter
     exit_guard& guard = tl_guard;
     std::lock_guard lock(mutex_);
     if (!guard.info) {
