@@ -215,10 +215,15 @@ STRATA_FORCE_INLINE std::uint32_t load_state() noexcept {
   return state.load(std::memory_order_relaxed);
 }
 
+/// Out of line so that every call site carries one call, not the registry's static-init guard.
+STRATA_NOINLINE inline bool acquire_thread_buffer() noexcept {
+  return registry::instance().acquire_buffer();
+}
+
 /// Makes sure the calling thread has a buffer for the session whose state word is `s`.
 STRATA_FORCE_INLINE bool ensure_buffer(std::uint32_t s) noexcept {
   if (tl_epoch != epoch_of(s)) [[unlikely]]
-    return registry::instance().acquire_buffer();
+    return acquire_thread_buffer();
   return true;
 }
 
