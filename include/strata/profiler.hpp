@@ -83,14 +83,15 @@ class profiler {
  public:
   /// Checks `config`; raises `strata::error` naming the field to change.
   explicit profiler(profiler_config config = {}) : config_(std::move(config)) {
-    if (!detail::is_power_of_two(config_.buffer_capacity) || config_.buffer_capacity < 2)
-      throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
-                  "records per thread; got " + std::to_string(config_.buffer_capacity) +
-                  (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
+    // The limit comes first: std::bit_ceil of a value above 2^63 (a wrapped -1, say) is undefined.
     if (config_.buffer_capacity > max_buffer_capacity)
       throw error("profiler_config::buffer_capacity " + std::to_string(config_.buffer_capacity) +
                   " exceeds the limit of " + std::to_string(max_buffer_capacity) +
                   " records per thread; lower it");
+    if (!detail::is_power_of_two(config_.buffer_capacity) || config_.buffer_capacity < 2)
+      throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
+                  "records per thread; got " + std::to_string(config_.buffer_capacity) +
+                  (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
     if (config_.layers.empty())
       throw error("profiler_config::layers is empty, so nothing would be recorded; "
                   "capture at least one layer");

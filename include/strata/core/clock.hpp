@@ -49,7 +49,8 @@ inline std::int64_t steady_now_ns() noexcept {
 inline bool cpu_has_invariant_tsc() noexcept {
 #if STRATA_DETAIL_HAS_TSC
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  // clang's <cpuid.h> returns int, GCC's unsigned: compare as unsigned under both.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007u, eax, ebx, ecx, edx);
   return (edx & (1u << 8)) != 0;
 #else
@@ -98,8 +99,7 @@ class clock_calibration {
   static clock_calibration begin() noexcept {
     clock_calibration c;
     c.source_ = clock::source();
-    c.anchor_ticks_ = clock::now();
-    c.anchor_ns_ = detail::steady_now_ns();
+    read_pair(c.anchor_ticks_, c.anchor_ns_);
     return c;
   }
 
@@ -113,8 +113,7 @@ class clock_calibration {
     std::uint64_t ticks = 0;
     std::int64_t ns = 0;
     do {
-      ticks = clock::now();
-      ns = detail::steady_now_ns();
+      read_pair(ticks, ns);
     } while (ns - anchor_ns_ < min_span.count());
     ns_per_tick_ = static_cast<double>(ns - anchor_ns_) /
                    static_cast<double>(ticks - anchor_ticks_);
@@ -131,6 +130,24 @@ class clock_calibration {
   double ns_per_tick() const noexcept { return ns_per_tick_; }
 
  private:
+  // One (ticks, ns) pair. A thread preempted between the two reads would pair a tick with a
+  // much later time and skew every timestamp of the session (and the loop in finish() tends
+  // to end on exactly such a read), so each tick read is bracketed by two steady_clock reads
+  // and the tightest bracket of a few tries is kept.
+  static void read_pair(std::uint64_t& ticks, std::int64_t& ns) noexcept {
+    std::int64_t best = -1;
+    for (int i = 0; i < 5; ++i) {
+      const std::int64_t before = detail::steady_now_ns();
+      const std::uint64_t t = clock::now();
+      const std::int64_t after = detail::steady_now_ns();
+      if (best < 0 || after - before < best) {
+        best = after - before;
+        ticks = t;
+        ns = before + (after - before) / 2;
+      }
+    }
+  }
+
   clock_source source_ = clock_source::steady_clock;
   std::uint64_t anchor_ticks_ = 0;
   std::int64_t anchor_ns_ = 0;

@@ -1,0 +1,67 @@
+// A translation unit built with STRATA_ENABLED=0 (meson passes -DSTRATA_ENABLED=0): every macro
+// is a no-op that does not even compile its arguments, and the RAII types stay declared.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "strata/strata.hpp"
+#include "support.hpp"
+
+static_assert(STRATA_ENABLED == 0, "this file must be compiled with -DSTRATA_ENABLED=0");
+
+namespace {
+
+int evaluated = 0;
+
+int side_effect() {
+  ++evaluated;
+  return 1;
+}
+
+}  // namespace
+
+TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
+  strata_test::temp_dir dir("disabled");
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  {
+    STRATA_SCOPE("scope");
+    STRATA_SCOPE_LAYER(strata::layer::framework, "framework scope");
+    STRATA_SCOPE_DYNAMIC(strata::layer::runtime, std::to_string(side_effect()));
+    STRATA_INSTANT("instant");
+    STRATA_INSTANT_LAYER(strata::layer::device, "device instant");
+    STRATA_INSTANT_DYNAMIC(strata::layer::user, std::to_string(side_effect()));
+    STRATA_COUNTER("counter", side_effect());
+    STRATA_COUNTER_LAYER(strata::layer::device, "device counter", side_effect());
+    // The arguments are dropped before compilation: even names that do not exist are fine.
+    STRATA_COUNTER("never compiled", no_such_variable + 1);
+    STRATA_SCOPE_DYNAMIC(strata::layer::user, no_such_function());
+  }
+  prof.stop();
+  CHECK(evaluated == 0);
+  CHECK(prof.stats().recorded == 0);
+  CHECK(prof.data().threads.empty());
+}
+
+TEST_CASE("compiled out: code that names the RAII types still compiles and does nothing") {
+  static constexpr strata::site where{"manual", __FILE__, __LINE__, strata::layer::user,
+                                      strata::record_kind::scope};
+  strata_test::temp_dir dir("disabled-raii");
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  {
+    strata::scope s{&where, 7};
+    s.set_payload(8);
+    CHECK_FALSE(s.active());
+    strata::scope dynamic{strata::detail::dynamic_name, strata::layer::user, [] {
+                            ++evaluated;
+                            return std::string("dynamic");
+                          }};
+    CHECK_FALSE(dynamic.active());
+    strata::detail::emit_instant(&where);
+    strata::detail::emit_counter(&where, [] { return side_effect(); });
+  }
+  prof.stop();
+  CHECK(evaluated == 0);
+  CHECK(prof.data().recorded() == 0);
+}

@@ -1,0 +1,218 @@
+// tests/trace_writer.cpp: records a known session and writes its trace, plus what a checker
+// should find in it, for check_trace.py to verify with a real JSON parser.
+//
+//   trace_writer basic   DIR   threads, nesting, an exception, counters, a drop-newest overflow
+//   trace_writer hostile DIR   names made of any bytes; DIR/names.json lists them as byte values
+//   trace_writer empty   DIR   a session that recorded nothing
+//
+// Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "strata/strata.hpp"
+
+namespace {
+
+// Bytes as a JSON array of numbers, so the expectation itself needs no escaping.
+std::string byte_list(std::string_view s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i != 0) out += ',';
+    out += std::to_string(static_cast<unsigned char>(s[i]));
+  }
+  return out + "]";
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+// --- basic ---------------------------------------------------------------------------------
+
+constexpr int iterations = 10;
+constexpr int flood_instants = 300;
+constexpr std::size_t capacity = 256;
+
+void step(int i) {
+  STRATA_SCOPE_LAYER(strata::layer::framework, "step");
+  { STRATA_SCOPE_LAYER(strata::layer::runtime, "submit"); }
+  {
+    STRATA_SCOPE_LAYER(strata::layer::device, "execute");
+    { STRATA_SCOPE("kernel"); }
+    STRATA_INSTANT("issued");
+  }
+  STRATA_COUNTER("queue depth", i);
+}
+
+void throw_through_scopes() {
+  STRATA_SCOPE("throwing outer");
+  STRATA_SCOPE("throwing inner");
+  throw std::runtime_error("unwinds through two scopes");
+}
+
+int basic(const std::filesystem::path& dir) {
+  strata::profiler prof({.output_dir = dir, .buffer_capacity = capacity,
+                         .overflow = strata::overflow_policy::drop_newest,
+                         .process_name = "trace writer"});
+  strata::set_thread_name("main");
+  prof.start();
+  {
+    STRATA_SCOPE("main: run");
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 3; ++w) {
+      threads.emplace_back([w] {
+        strata::set_thread_name("worker " + std::to_string(w));
+        for (int i = 0; i < iterations; ++i) step(i);
+        if (w == 0) {
+          try {
+            throw_through_scopes();
+          } catch (const std::runtime_error&) {
+          }
+        }
+        if (w == 1) {
+          STRATA_COUNTER("nan", std::numeric_limits<double>::quiet_NaN());
+          STRATA_COUNTER("inf", std::numeric_limits<double>::infinity());
+        }
+      });
+    }
+    threads.emplace_back([] {
+      strata::set_thread_name("flood");
+      for (int i = 0; i < flood_instants; ++i) STRATA_INSTANT("flood");
+    });
+    for (auto& t : threads) t.join();  // every thread exits before stop()
+  }
+  prof.stop();
+  prof.export_chrome_trace();
+
+  // What the checker must find, per thread name: X and i counts by name, counter values by
+  // name (null for non-finite), records lost, whether it had exited by stop().
+  std::string worker_x = "\"step\":10,\"submit\":10,\"execute\":10,\"kernel\":10";
+  std::string counts = "[0,1,2,3,4,5,6,7,8,9]";
+  std::string expect = "{\"process_name\":\"trace writer\",\"buffer_capacity\":256,"
+                       "\"overflow_policy\":\"drop_newest\",\"threads\":{";
+  expect += "\"main\":{\"X\":{\"main: run\":1},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
+  expect += "\"worker 0\":{\"X\":{" + worker_x + ",\"throwing outer\":1,\"throwing inner\":1},"
+            "\"i\":{\"issued\":10},\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
+  expect += "\"worker 1\":{\"X\":{" + worker_x + "},\"i\":{\"issued\":10},"
+            "\"C\":{\"queue depth\":" + counts + ",\"nan\":[null],\"inf\":[null]},\"lost\":0,\"exited\":true},";
+  expect += "\"worker 2\":{\"X\":{" + worker_x + "},\"i\":{\"issued\":10},"
+            "\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
+  // capacity 256 of 300 instants: the first 256 are kept, 44 dropped.
+  expect += "\"flood\":{\"X\":{},\"i\":{\"flood\":256},\"C\":{},\"lost\":44,\"exited\":true}";
+  expect += "}}";
+  write_text(dir / "expect.json", expect);
+  return 0;
+}
+
+// --- hostile -------------------------------------------------------------------------------
+
+std::vector<std::string> hostile_scope_names() {
+  std::string controls;
+  for (char c = 1; c < 0x20; ++c) controls += c;
+  std::string long_name;
+  for (int i = 0; i < 500; ++i) long_name += "x\"\\\xc3\xa9\xff";
+  return {
+      "quote \" backslash \\ slash /",
+      controls,
+      "tab\tnewline\ncarriage\rreturn",
+      "\x7f delete",
+      "h\xc3\xa9llo w\xc3\xb6rld \xe2\x80\x94 \xe6\xbc\xa2\xe5\xad\x97 \xf0\x9f\x98\x80",
+      "\xf4\x8f\xbf\xbf last code point, \xef\xbf\xbd replacement",
+      "\xff\xfe invalid lead bytes",
+      "\xc0\x80 overlong nul",
+      "\xe0\x80\x80 overlong 3",
+      "\xf0\x82\x82\xac overlong euro",
+      "\xed\xa0\x80 surrogate",
+      "\xed\xa0\xbd\xed\xb8\x80 surrogate pair",
+      "\xf4\x90\x80\x80 above max",
+      "truncated at end \xe2\x82",
+      "truncated 4 \xf0\x9f\x98",
+      "\x80\xbf stray continuation",
+      "ok\xc3(\xa9 mixed",
+      "\"},{\"ph\":\"X\",\"name\":\"injected",
+      "</script><script>alert(1)</script>",
+      "",
+      long_name,
+  };
+}
+
+int hostile(const std::filesystem::path& dir) {
+  using namespace std::string_literals;  // ""s keeps embedded NUL bytes
+  const std::string process_name = "process \"name\" \xc3\x28 with \0 nul"s;
+  const std::vector<std::string> thread_names = {
+      "thread with \0 nul"s,
+      "\xff\xfe thread",
+      "quote\" thread \\",
+      "\x01\x02 control thread",
+      "\xe6\xbc\xa2 thread \xf0\x9f\x98\x80",
+  };
+  const auto scope_names = hostile_scope_names();
+  constexpr std::string_view static_name = "static \"literal\" \\ \t \xff end";
+
+  strata::profiler prof({.output_dir = dir, .buffer_capacity = 1024, .process_name = process_name});
+  prof.start();
+  // This thread records the scopes under the first name; one thread per other name.
+  strata::set_thread_name(thread_names[0]);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < thread_names.size(); ++i) {
+    threads.emplace_back([&name = thread_names[i]] {
+      strata::set_thread_name(name);
+      STRATA_INSTANT("thread marker");
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& name : scope_names) {
+    STRATA_SCOPE_DYNAMIC(strata::layer::user, name);
+  }
+  { STRATA_SCOPE("static \"literal\" \\ \t \xff end"); }
+  prof.stop();
+  prof.export_chrome_trace();
+
+  std::string names = "{\"process\":" + byte_list(process_name) + ",\"threads\":[";
+  for (std::size_t i = 0; i < thread_names.size(); ++i)
+    names += (i == 0 ? "" : ",") + byte_list(thread_names[i]);
+  names += "],\"scopes\":[";
+  for (const auto& n : scope_names) names += byte_list(n) + ",";
+  names += byte_list(static_name) + "]}";
+  write_text(dir / "names.json", names);
+  return 0;
+}
+
+int empty(const std::filesystem::path& dir) {
+  strata::profiler prof({.output_dir = dir, .layers = {strata::layer::device}});
+  prof.start();
+  { STRATA_SCOPE("not captured: user layer"); }
+  prof.stop();
+  prof.export_chrome_trace();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s basic|hostile|empty DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string_view mode = argv[1];
+  const std::filesystem::path dir = argv[2];
+  try {
+    if (mode == "basic") return basic(dir);
+    if (mode == "hostile") return hostile(dir);
+    if (mode == "empty") return empty(dir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trace_writer: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "trace_writer: unknown mode '%s'\n", argv[1]);
+  return 2;
+}
