@@ -28,7 +28,8 @@ inline namespace v1 {
 /// record is counted.
 enum class overflow_policy : std::uint8_t {
   drop_newest,       ///< keep what is there, count the new record as dropped (default)
-  overwrite_oldest,  ///< flight recorder: keep the newest `capacity` records
+  overwrite_oldest,  ///< flight recorder: keep the newest records (`capacity - 1` once the
+                     ///< ring has filled: the slot being rewritten is never trusted)
 };
 
 constexpr std::string_view overflow_policy_name(overflow_policy p) noexcept {

@@ -60,7 +60,8 @@ inline bool record_order(const record& a, const record& b) noexcept {
   return a_scope && !b_scope;
 }
 
-/// Moves every thread's records of the current session out of the registry into `out`.
+/// Moves every thread's records of the current session out of the registry into `out`, whose
+/// `start_ticks` must be set.
 inline void collect_session(trace_data& out) {
   registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
     thread_track t;
@@ -70,6 +71,12 @@ inline void collect_session(trace_data& out) {
     t.exited = info.exited;
     t.records = std::move(b.drained);
     b.drained.clear();
+    // A scope opened in an earlier session and closed in this one landed in this session's
+    // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
+    // recorded), so it is left out rather than shown starting before this session did.
+    std::erase_if(t.records, [&](const record& r) {
+      return r.kind() == record_kind::scope && r.begin < out.start_ticks;
+    });
     t.lost = b.lost;
     std::stable_sort(t.records.begin(), t.records.end(), record_order);
     out.threads.push_back(std::move(t));
