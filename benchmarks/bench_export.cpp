@@ -1,0 +1,131 @@
+// benchmarks/bench_export.cpp: how fast a stopped session becomes Chrome trace JSON.
+//
+// The session is built by hand (strata::trace_data), so the figure is the writer's alone and is
+// the same from run to run: 1M records over 2 threads in a repeating pattern of what an
+// inference stack records (nested framework and runtime scopes, some with a correlation id,
+// user scopes, instants, counters). The file goes to the temporary directory and is removed
+// afterwards. Reported: records per second (items/s), bytes per second and bytes per record.
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <filesystem>
+#include <iterator>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "strata/profiler.hpp"
+
+#ifndef STRATA_BENCH_BUILD
+#define STRATA_BENCH_BUILD "unknown"
+#endif
+
+namespace {
+
+using strata::layer;
+using strata::record_kind;
+
+// A repeating block of 10 records: 7 scopes (3 carrying a correlation id), 2 instants and 1
+// counter; names of the lengths an engine uses.
+constexpr strata::site sites[] = {
+    {"ProfilerStep#1", __FILE__, __LINE__, layer::framework, record_kind::scope},
+    {"aten::linear", __FILE__, __LINE__, layer::framework, record_kind::scope},
+    {"aten::matmul", __FILE__, __LINE__, layer::framework, record_kind::scope},
+    {"nrt::submit", __FILE__, __LINE__, layer::runtime, record_kind::scope},
+    {"nrt::execute", __FILE__, __LINE__, layer::runtime, record_kind::scope},
+    {"aten::softmax", __FILE__, __LINE__, layer::framework, record_kind::scope},
+    {"tokenizer: decode", __FILE__, __LINE__, layer::user, record_kind::scope},
+    {"kernel launched", __FILE__, __LINE__, layer::runtime, record_kind::instant},
+    {"step done", __FILE__, __LINE__, layer::user, record_kind::instant},
+    {"queue depth", __FILE__, __LINE__, layer::runtime, record_kind::counter},
+};
+constexpr std::uint64_t block_records = std::size(sites);
+
+/// Appends one block starting at tick `t`; returns the tick after it.
+std::uint64_t append_block(std::vector<strata::record>& out, std::uint64_t t, std::uint64_t corr) {
+  // ticks: a parent spans its children; children follow each other.
+  out.push_back({t, t + 9000, &sites[0], 0});
+  out.push_back({t + 100, t + 5000, &sites[1], corr});
+  out.push_back({t + 200, t + 2000, &sites[2], corr});
+  out.push_back({t + 2100, t + 2600, &sites[3], corr});
+  out.push_back({t + 2700, t + 4800, &sites[4], 0});
+  out.push_back({t + 5100, t + 7000, &sites[5], 0});
+  out.push_back({t + 7100, t + 8900, &sites[6], 0});
+  out.push_back({t + 2650, t + 2650, &sites[7], 0});
+  out.push_back({t + 8950, t + 8950, &sites[8], 0});
+  const double depth = static_cast<double>(corr % 7);
+  out.push_back({t + 2650, std::bit_cast<std::uint64_t>(depth), &sites[9], 0});
+  return t + 10000;
+}
+
+/// A stopped session of `records` records spread evenly over `threads` threads, on this
+/// process's real clock (calibrated as a profiler would).
+strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t threads) {
+  strata::clock::select_once();
+  strata::trace_data data;
+  data.clock = strata::clock_calibration::begin();
+  data.pid = static_cast<std::uint64_t>(strata::atomic_file::process_id());
+  data.process_name = "bench_export";
+  data.layers = strata::layer_set::all();
+  data.buffer_capacity = std::size_t{1} << 20;
+  data.start_ticks = strata::clock::now();
+  std::uint64_t corr = 1;
+  for (std::uint64_t i = 0; i < threads; ++i) {
+    strata::thread_track track;
+    track.tid = 100000 + i;
+    track.sort_index = static_cast<std::uint32_t>(i);
+    track.name = "worker " + std::to_string(i);
+    const std::uint64_t blocks = records / threads / block_records;
+    track.records.reserve(blocks * block_records);
+    std::uint64_t t = data.start_ticks;
+    for (std::uint64_t b = 0; b < blocks; ++b) t = append_block(track.records, t, corr++);
+    std::stable_sort(track.records.begin(), track.records.end(), strata::detail::record_order);
+    data.stop_ticks = std::max(data.stop_ticks, t);
+    data.threads.push_back(std::move(track));
+  }
+  data.clock.finish();
+  return data;
+}
+
+void write_chrome_trace(benchmark::State& state) {
+  const strata::trace_data data = synthetic_session(static_cast<std::uint64_t>(state.range(0)),
+                                                    static_cast<std::uint64_t>(state.range(1)));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / "bench_export.json";
+  const std::uint64_t records = data.recorded();
+  strata::export_result written;
+  for (auto _ : state) {
+    written = strata::write_chrome_trace(data, path);
+    benchmark::DoNotOptimize(written.bytes);
+  }
+  const auto iterations = static_cast<std::int64_t>(state.iterations());
+  state.SetItemsProcessed(iterations * static_cast<std::int64_t>(records));
+  state.SetBytesProcessed(iterations * static_cast<std::int64_t>(written.bytes));
+  state.counters["records"] = static_cast<double>(records);
+  state.counters["bytes_per_record"] =
+      static_cast<double>(written.bytes) / static_cast<double>(records);
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+}
+
+}  // namespace
+
+// Real time: the export writes a file, and time blocked in write() is part of its cost.
+BENCHMARK(write_chrome_trace)
+    ->ArgNames({"records", "threads"})
+    ->Args({1000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("compiler", __VERSION__);
+  benchmark::AddCustomContext("build", STRATA_BENCH_BUILD);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

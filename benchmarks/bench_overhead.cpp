@@ -1,0 +1,162 @@
+// benchmarks/bench_overhead.cpp: what one STRATA_* call costs, against a limit baseline measured
+// in the same run.
+//
+// Each benchmark calls one function of overhead_cases.hpp in a loop, `v = f(v)`; the functions
+// share one body and differ only in their instrumentation, so the loops are identical and every
+// difference in time is the instrumentation's. The figures and the command that produced them
+// are in docs/benchmarks.md.
+//
+// Sessions: the profiler is started by thread 0 before the measured loop and stopped after it,
+// once per run, with overflow_policy::overwrite_oldest so that the steady state is the normal
+// store path (a flight recorder laps its ring instead of dropping), never the full-buffer path.
+// Before the loop every thread records once (warm_up), so taking its buffer, which allocates
+// and zeroes it, is not measured either. After the loop thread 0 checks that the session holds
+// exactly one record per iteration per thread, so a case that silently stopped recording would
+// fail instead of looking cheap.
+#include <barrier>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "overhead_cases.hpp"
+#include "strata/profiler.hpp"
+
+#ifndef STRATA_BENCH_BUILD
+#define STRATA_BENCH_BUILD "unknown"
+#endif
+
+namespace {
+
+using namespace strata_bench;
+
+/// Which session runs while a case is measured.
+enum class session {
+  none,          ///< no profiler: strata is disabled at run time
+  capture_all,   ///< every layer captured (the default config): the scope records
+  skip_user,     ///< every layer but `user`: the scope's layer is not captured
+};
+
+std::optional<strata::profiler>& current_profiler() {
+  static std::optional<strata::profiler> p;
+  return p;
+}
+
+void start_session(session mode, std::size_t capacity) {
+  if (mode == session::none) return;
+  strata::profiler_config config{
+      .output_dir = std::filesystem::temp_directory_path() / "strata-bench",
+      .layers = mode == session::capture_all
+                    ? strata::layer_set::all()
+                    : strata::layer_set{strata::layer::framework, strata::layer::runtime,
+                                        strata::layer::device},
+      .buffer_capacity = capacity,
+      .overflow = strata::overflow_policy::overwrite_oldest};
+  current_profiler().emplace(std::move(config));
+  current_profiler()->start();
+}
+
+/// Stops the session (nothing is exported) and checks how many records it took.
+void stop_session(benchmark::State& state, session mode) {
+  if (mode == session::none) return;
+  auto& prof = *current_profiler();
+  prof.stop();
+  const strata::profiler_stats s = prof.stats();
+  // Every thread recorded once in warm_up() and once per iteration, when its layer is captured.
+  const std::uint64_t per_thread = static_cast<std::uint64_t>(state.iterations()) + 1;
+  const std::uint64_t expected =
+      mode == session::capture_all ? per_thread * static_cast<std::uint64_t>(state.threads()) : 0;
+  if (s.recorded + s.dropped != expected)
+    state.SkipWithError(("session took " + std::to_string(s.recorded + s.dropped) +
+                         " records, expected " + std::to_string(expected))
+                            .c_str());
+  current_profiler().reset();
+}
+
+/// Waits until every thread of the benchmark gets here (std::barrier needs its count up front).
+void sync_threads(const benchmark::State& state) {
+  static constexpr int max_threads = 8;
+  static std::vector<std::unique_ptr<std::barrier<>>> barriers = [] {
+    std::vector<std::unique_ptr<std::barrier<>>> v;
+    for (int n = 1; n <= max_threads; ++n) v.push_back(std::make_unique<std::barrier<>>(n));
+    return v;
+  }();
+  if (state.threads() > 1) barriers.at(static_cast<std::size_t>(state.threads() - 1))->arrive_and_wait();
+}
+
+/// One of strata's cases under the session `mode`.
+template <case_fn Case>
+void strata_case(benchmark::State& state, session mode, std::size_t capacity) {
+  if (state.thread_index() == 0) start_session(mode, capacity);
+  sync_threads(state);  // the session runs before any thread records
+  warm_up();
+  std::uint64_t v = 0;
+  for (auto _ : state) v = Case(v);
+  benchmark::DoNotOptimize(v);
+  // The loop's end is a barrier of all threads, so every record is in by now.
+  if (state.thread_index() == 0) stop_session(state, mode);
+}
+
+/// A limit-baseline case: the same loop over a function of the same shape.
+template <case_fn Case, std::size_t Capacity>
+void limit_case(benchmark::State& state) {
+  limit_prepare<Capacity>();
+  std::uint64_t v = 0;
+  for (auto _ : state) v = Case(v);
+  benchmark::DoNotOptimize(v);
+  if (limit_records_written() != static_cast<std::uint64_t>(state.iterations()))
+    state.SkipWithError("the limit baseline did not store one record per iteration");
+}
+
+template <std::size_t Capacity>
+void register_scope_pair() {
+  const std::string ring = "/ring:" + std::to_string(Capacity);
+  benchmark::RegisterBenchmark(("scope/limit_baseline" + ring).c_str(),
+                               limit_case<limit_scope<Capacity>, Capacity>)
+      ->Threads(1)
+      ->Threads(2);
+  benchmark::RegisterBenchmark(("scope/strata_enabled" + ring).c_str(),
+                               strata_case<scope_user>, session::capture_all, Capacity)
+      ->Threads(1)
+      ->Threads(2);
+}
+
+void register_benchmarks() {
+  // Adjacent pairs, so a baseline and the case compared with it run close together in time.
+  register_scope_pair<large_ring>();
+  register_scope_pair<small_ring>();
+  benchmark::RegisterBenchmark("scope/strata_disabled", strata_case<scope_user>, session::none,
+                               large_ring);
+  benchmark::RegisterBenchmark("scope/strata_not_captured", strata_case<scope_user>,
+                               session::skip_user, large_ring);
+  benchmark::RegisterBenchmark("scope/strata_compiled_out", strata_case<scope_compiled_out>,
+                               session::none, large_ring);
+  benchmark::RegisterBenchmark("scope/strata_dynamic_interned", strata_case<scope_dynamic>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("instant/limit_baseline",
+                               limit_case<limit_instant<large_ring>, large_ring>);
+  benchmark::RegisterBenchmark("instant/strata_enabled", strata_case<instant_user>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("counter/strata_enabled", strata_case<counter_user>,
+                               session::capture_all, large_ring);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  strata::clock::select_once();  // what a profiler would choose; printed with the context
+  benchmark::AddCustomContext("strata_clock",
+                              std::string(strata::clock_source_name(strata::clock::source())));
+  benchmark::AddCustomContext("compiler", __VERSION__);
+  benchmark::AddCustomContext("build", STRATA_BENCH_BUILD);
+  register_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
