@@ -90,8 +90,9 @@ class scope {
   bool active() const noexcept { return begin_ != 0; }
 
  private:
-  const site* where_ = nullptr;
-  std::uint64_t payload_ = 0;
+  // Unused when STRATA_ENABLED=0, where the type stays only so that code naming it compiles.
+  [[maybe_unused]] const site* where_ = nullptr;
+  [[maybe_unused]] std::uint64_t payload_ = 0;
   std::uint64_t begin_ = 0;  // 0: not recording (no clock returns 0 in practice)
 };
 
