@@ -210,7 +210,7 @@ class registry {
   overflow_policy policy_ = overflow_policy::drop_newest;
 };
 
-/// True when a session runs and captures `l`. One relaxed load and a test.
+/// The state word, read once per hot-path call: one relaxed load.
 STRATA_FORCE_INLINE std::uint32_t load_state() noexcept {
   return state.load(std::memory_order_relaxed);
 }
