@@ -1,0 +1,168 @@
+// strata/env_capture.hpp: profile a program that carries strata's scopes without changing it.
+//
+//   STRATA_PROFILE=1 ./engine          → strata-out/trace.json when the program exits
+//
+// Any translation unit that includes this header (strata/strata.hpp does) arms the capture:
+// at static-initialisation time it reads the environment and, when STRATA_PROFILE=1, starts a
+// process-wide profiler that exports at exit. A bad value never stops the host program: it is
+// reported on stderr and the capture stays off.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "strata/core/error.hpp"
+#include "strata/core/layer.hpp"
+#include "strata/core/profiler_config.hpp"
+#include "strata/profiler.hpp"
+
+namespace strata {
+inline namespace v1 {
+
+/// Reads one environment variable; injectable so the parser is testable without a process.
+using env_lookup = std::function<const char*(const char*)>;
+
+namespace detail {
+
+inline std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// "framework,runtime" or "all" → a layer set; an unknown name raises strata::error.
+inline layer_set parse_layers(std::string_view text) {
+  if (trim(text) == "all") return layer_set::all();
+  layer_set set;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    const std::string_view token = trim(text.substr(0, comma));
+    bool known = false;
+    for (int l = 0; l < layer_count; ++l) {
+      if (token == layer_name(static_cast<layer>(l))) {
+        set.add(static_cast<layer>(l));
+        known = true;
+      }
+    }
+    if (!known)
+      throw error("STRATA_LAYERS: unknown layer '" + std::string(token) +
+                  "'; use a comma-separated list of framework, runtime, device, user, or all");
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return set;
+}
+
+}  // namespace detail
+
+/// What the environment asks for: `std::nullopt` when STRATA_PROFILE is unset, empty or 0,
+/// otherwise the profiler configuration. Raises `strata::error` naming the variable when a
+/// value is malformed.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `STRATA_PROFILE` | `1` captures the whole run | off |
+/// | `STRATA_OUTPUT_DIR` | where trace.json goes | `strata-out` |
+/// | `STRATA_LAYERS` | `framework,runtime,device,user` or `all` | `all` |
+/// | `STRATA_BUFFER_CAPACITY` | records per thread, a power of two | 65536 |
+/// | `STRATA_OVERFLOW` | `drop_newest` or `overwrite_oldest` | `drop_newest` |
+inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
+  const auto get = [&](const char* name) -> std::optional<std::string> {
+    const char* v = lookup(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  const auto profile = get("STRATA_PROFILE");
+  if (!profile || detail::trim(*profile).empty() || detail::trim(*profile) == "0") return std::nullopt;
+  if (detail::trim(*profile) != "1")
+    throw error("STRATA_PROFILE='" + *profile + "': use 1 to capture, 0 or unset not to");
+
+  profiler_config config;
+  if (auto dir = get("STRATA_OUTPUT_DIR"); dir && !dir->empty()) config.output_dir = *dir;
+  if (auto layers = get("STRATA_LAYERS"); layers && !layers->empty())
+    config.layers = detail::parse_layers(*layers);
+  if (auto capacity = get("STRATA_BUFFER_CAPACITY"); capacity && !capacity->empty()) {
+    const std::string_view text = detail::trim(*capacity);
+    std::size_t value = 0;
+    bool digits = !text.empty() && text.size() <= 12;
+    for (char c : text) {
+      if (c < '0' || c > '9') digits = false;
+      else value = value * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (!digits)
+      throw error("STRATA_BUFFER_CAPACITY='" + *capacity +
+                  "': use a power of two (records per thread), such as 65536");
+    config.buffer_capacity = value;
+  }
+  if (auto overflow = get("STRATA_OVERFLOW"); overflow && !overflow->empty()) {
+    const std::string_view text = detail::trim(*overflow);
+    if (text == "drop_newest") config.overflow = overflow_policy::drop_newest;
+    else if (text == "overwrite_oldest") config.overflow = overflow_policy::overwrite_oldest;
+    else
+      throw error("STRATA_OVERFLOW='" + *overflow + "': use drop_newest or overwrite_oldest");
+  }
+  return config;
+}
+
+namespace detail {
+
+/// The process-wide profiler of an environment capture; exports when the process exits.
+class env_capture {
+ public:
+  static env_capture& instance() {
+    static env_capture* c = new env_capture;  // never destroyed: the atexit handler uses it
+    return *c;
+  }
+
+  /// Starts capturing when the environment says so. Never throws: problems go to stderr.
+  bool arm() noexcept {
+    try {
+      auto config = capture_config_from_env([](const char* n) { return std::getenv(n); });
+      if (!config) return false;
+      profiler_ = std::make_unique<profiler>(std::move(*config));
+      profiler_->start();
+      std::atexit([] { env_capture::instance().finish(); });
+      return true;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s (from the STRATA_* environment); profiling is off for this run\n",
+                   e.what());
+      profiler_.reset();
+      return false;
+    }
+  }
+
+  /// Stops and exports; called once at exit.
+  void finish() noexcept {
+    if (!profiler_) return;
+    try {
+      profiler_->stop();
+      const auto written = profiler_->export_chrome_trace();
+      const auto s = profiler_->stats();
+      std::fprintf(stderr, "strata: wrote %s (%llu records from %llu threads, %llu lost)\n",
+                   written.path.c_str(), static_cast<unsigned long long>(s.recorded),
+                   static_cast<unsigned long long>(s.threads),
+                   static_cast<unsigned long long>(s.dropped));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s; the trace of this run was not written\n", e.what());
+    }
+    profiler_.reset();
+  }
+
+  profiler* active() noexcept { return profiler_.get(); }
+
+ private:
+  env_capture() = default;
+  std::unique_ptr<profiler> profiler_;
+};
+
+// Armed once per process by the first translation unit that initialises it.
+inline const bool env_capture_armed = env_capture::instance().arm();
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,86 @@
+// The STRATA_* environment parser, with the environment injected (the end-to-end run of a
+// child process is tests/check_env_capture.py).
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "strata/env_capture.hpp"
+
+namespace {
+
+struct fake_env {
+  std::map<std::string, std::string> vars;
+  strata::env_lookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+std::string error_of(const fake_env& env) {
+  try {
+    strata::capture_config_from_env(env.lookup());
+  } catch (const strata::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("env capture: off unless STRATA_PROFILE is 1") {
+  CHECK_FALSE(strata::capture_config_from_env(fake_env{}.lookup()).has_value());
+  CHECK_FALSE(strata::capture_config_from_env(fake_env{{{"STRATA_PROFILE", ""}}}.lookup()));
+  CHECK_FALSE(strata::capture_config_from_env(fake_env{{{"STRATA_PROFILE", "0"}}}.lookup()));
+  // Other variables alone do not turn it on.
+  CHECK_FALSE(strata::capture_config_from_env(
+      fake_env{{{"STRATA_OUTPUT_DIR", "x"}, {"STRATA_LAYERS", "device"}}}.lookup()));
+}
+
+TEST_CASE("env capture: defaults and every variable") {
+  SUBCASE("defaults") {
+    const auto config = strata::capture_config_from_env(fake_env{{{"STRATA_PROFILE", "1"}}}.lookup());
+    REQUIRE(config.has_value());
+    CHECK(config->output_dir == "strata-out");
+    CHECK(config->layers == strata::layer_set::all());
+    CHECK(config->buffer_capacity == 65536);
+    CHECK(config->overflow == strata::overflow_policy::drop_newest);
+  }
+  SUBCASE("all set") {
+    const auto config = strata::capture_config_from_env(
+        fake_env{{{"STRATA_PROFILE", " 1 "},
+                  {"STRATA_OUTPUT_DIR", "/tmp/somewhere"},
+                  {"STRATA_LAYERS", "framework, device"},
+                  {"STRATA_BUFFER_CAPACITY", "4096"},
+                  {"STRATA_OVERFLOW", "overwrite_oldest"}}}
+            .lookup());
+    REQUIRE(config.has_value());
+    CHECK(config->output_dir == "/tmp/somewhere");
+    CHECK(config->layers == strata::layer_set{strata::layer::framework, strata::layer::device});
+    CHECK(config->buffer_capacity == 4096);
+    CHECK(config->overflow == strata::overflow_policy::overwrite_oldest);
+  }
+  SUBCASE("layers: all") {
+    const auto config = strata::capture_config_from_env(
+        fake_env{{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "all"}}}.lookup());
+    REQUIRE(config.has_value());
+    CHECK(config->layers == strata::layer_set::all());
+  }
+}
+
+TEST_CASE("env capture: a bad value names its variable and the accepted values") {
+  CHECK(error_of({{{"STRATA_PROFILE", "yes"}}}).find("STRATA_PROFILE='yes'") != std::string::npos);
+  const std::string layers = error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,gpu"}}});
+  CHECK(layers.find("STRATA_LAYERS") != std::string::npos);
+  CHECK(layers.find("'gpu'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,,user"}}})
+            .find("STRATA_LAYERS: unknown layer ''") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "64k"}}})
+            .find("STRATA_BUFFER_CAPACITY='64k'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "99999999999999999999"}}})
+            .find("STRATA_BUFFER_CAPACITY") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_OVERFLOW", "block"}}})
+            .find("STRATA_OVERFLOW='block'") != std::string::npos);
+}
