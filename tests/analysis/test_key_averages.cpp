@@ -1,0 +1,320 @@
+// key_averages(): nesting by containment, self and total times, recursion, tracks, device time
+// through correlation ids, grouping. Every expected number is worked out by hand from the
+// rules in docs/key-averages.md.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/analysis/key_averages.hpp"
+
+namespace {
+
+using strata::layer;
+using strata::op_event;
+
+op_event host(std::string name, std::int64_t b, std::int64_t e, std::uint64_t track = 1,
+              std::uint64_t corr = 0, std::string shapes = {}) {
+  return {std::move(name), layer::framework, track, b, e, corr, std::move(shapes)};
+}
+
+op_event at(layer l, std::string name, std::int64_t b, std::int64_t e, std::uint64_t track,
+            std::uint64_t corr = 0) {
+  return {std::move(name), l, track, b, e, corr, {}};
+}
+
+strata::averages averages_of(const std::vector<op_event>& ev, strata::key_averages_options o = {}) {
+  return strata::key_averages(ev, o);  // a vector converts to the span
+}
+
+const strata::average_row& row(const strata::averages& a, std::string_view name, bool device = false) {
+  for (const auto& r : a.rows)
+    if (r.name == name && r.is_device == device) return r;
+  FAIL("no row " << name);
+  return a.rows.front();
+}
+
+std::vector<std::string> names(const strata::averages& a) {
+  std::vector<std::string> out;
+  for (const auto& r : a.rows) out.push_back(r.name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("key_averages: nesting gives self and total CPU time, rows in first-seen order") {
+  // Given out of order on purpose: rows follow begin time, not input order.
+  const std::vector<op_event> ev = {
+      host("aten::addmm", 50, 300),  host("model_inference", 0, 500),
+      host("aten::linear", 10, 310), host("aten::t", 20, 40),
+      host("aten::transpose", 25, 35), host("aten::relu", 320, 420),
+      host("aten::clamp_min", 330, 410), host("aten::linear", 430, 490),
+      host("aten::t", 432, 440), host("aten::transpose", 433, 438),
+      host("aten::addmm", 445, 488)};
+  const auto a = averages_of(ev);
+  CHECK(names(a) == std::vector<std::string>{"model_inference", "aten::linear", "aten::t",
+                                             "aten::transpose", "aten::addmm", "aten::relu",
+                                             "aten::clamp_min"});
+  struct expect { std::string_view name; std::uint64_t count; std::int64_t total, self; };
+  for (const expect& e : {expect{"model_inference", 1, 500, 40}, expect{"aten::linear", 2, 360, 39},
+                          expect{"aten::t", 2, 28, 13}, expect{"aten::transpose", 2, 15, 15},
+                          expect{"aten::addmm", 2, 293, 293}, expect{"aten::relu", 1, 100, 20},
+                          expect{"aten::clamp_min", 1, 80, 80}}) {
+    CAPTURE(e.name);
+    const auto& r = row(a, e.name);
+    CHECK(r.count == e.count);
+    CHECK(r.cpu_total_ns == e.total);
+    CHECK(r.self_cpu_ns == e.self);
+    CHECK(r.self_device_ns == 0);
+    CHECK(r.device_total_ns == 0);
+  }
+  CHECK(a.self_cpu_total_ns() == 500);
+  CHECK(row(a, "model_inference").top_level);
+  CHECK_FALSE(row(a, "aten::linear").top_level);
+  CHECK(row(a, "aten::linear").cpu_avg_ns() == 180.0);
+}
+
+TEST_CASE("key_averages: containment at the edges") {
+  SUBCASE("ending exactly at the parent's end is a child; starting there is not") {
+    const auto a = averages_of({host("p", 0, 100), host("c", 60, 100), host("next", 100, 150)});
+    CHECK(row(a, "p").self_cpu_ns == 60);
+    CHECK_FALSE(row(a, "c").top_level);
+    CHECK(row(a, "next").top_level);
+    CHECK(row(a, "next").self_cpu_ns == 50);
+  }
+  SUBCASE("a partial overlap is not nesting") {
+    const auto a = averages_of({host("p", 0, 100), host("x", 50, 150)});
+    CHECK(row(a, "p").self_cpu_ns == 100);
+    CHECK(row(a, "x").self_cpu_ns == 100);
+    CHECK(row(a, "x").top_level);
+  }
+  SUBCASE("two events with the same interval: the first given is the parent") {
+    const auto a = averages_of({host("outer", 0, 100), host("inner", 0, 100)});
+    CHECK(names(a) == std::vector<std::string>{"outer", "inner"});
+    CHECK(row(a, "outer").self_cpu_ns == 0);
+    CHECK(row(a, "inner").self_cpu_ns == 100);
+  }
+  SUBCASE("an end before the begin counts as zero length") {
+    const auto a = averages_of({host("p", 0, 100), host("bad", 50, 40)});
+    CHECK(row(a, "bad").cpu_total_ns == 0);
+    CHECK(row(a, "p").self_cpu_ns == 100);
+  }
+}
+
+TEST_CASE("key_averages: recursion of one name") {
+  SUBCASE("a same-named op among other children is counted twice in the total") {
+    // foo[0,100] holds foo[10,50] and bar[60,90]: outer self 30, inner self 40.
+    const auto a = averages_of({host("aten::foo", 0, 100), host("aten::foo", 10, 50),
+                                host("aten::bar", 60, 90)});
+    const auto& foo = row(a, "aten::foo");
+    CHECK(foo.count == 2);
+    CHECK(foo.cpu_total_ns == 140);
+    CHECK(foo.self_cpu_ns == 70);
+    CHECK(row(a, "aten::bar").self_cpu_ns == 30);
+    CHECK(a.self_cpu_total_ns() == 100);
+  }
+  SUBCASE("an only child of the same name merges into its parent") {
+    // foo[0,100] > foo[10,90] > foo[20,80] > bar[30,50]: one foo of 100 with child bar.
+    const auto a = averages_of({host("foo", 0, 100), host("foo", 10, 90), host("foo", 20, 80),
+                                host("bar", 30, 50)});
+    CHECK(a.rows.size() == 2);
+    const auto& foo = row(a, "foo");
+    CHECK(foo.count == 1);
+    CHECK(foo.cpu_total_ns == 100);
+    CHECK(foo.self_cpu_ns == 80);
+    CHECK(row(a, "bar").self_cpu_ns == 20);
+  }
+}
+
+TEST_CASE("key_averages: events nest only within their own track") {
+  const auto a = averages_of({host("a", 0, 100, 1), host("b", 50, 80, 2), host("c", 60, 70, 1),
+                              host("b", 200, 210, 1)});
+  CHECK(row(a, "a").self_cpu_ns == 90);  // only c, of its own track, is its child
+  const auto& b = row(a, "b");
+  CHECK(b.count == 2);
+  CHECK(b.cpu_total_ns == 40);
+  CHECK(b.self_cpu_ns == 40);
+  CHECK(b.top_level);
+  CHECK_FALSE(row(a, "c").top_level);
+}
+
+TEST_CASE("key_averages: top_level follows the first event of a row") {
+  const auto nested_first = averages_of({host("p", 0, 10), host("x", 2, 4), host("x", 20, 30)});
+  CHECK_FALSE(row(nested_first, "x").top_level);
+  const auto top_first = averages_of({host("x", 0, 10), host("p", 20, 30), host("x", 22, 24)});
+  CHECK(row(top_first, "x").top_level);
+}
+
+TEST_CASE("key_averages: device time reaches host ops through correlation ids") {
+  // step > op (corr 7) > submit (runtime, corr 7); kernels of corr 7 on a device track.
+  const std::vector<op_event> ev = {
+      host("step", 0, 200),
+      host("aten::mm", 10, 110, 1, 7),
+      at(layer::runtime, "submit", 20, 40, 1, 7),
+      at(layer::device, "kernel", 50, 100, 9, 7),
+      at(layer::device, "kernel", 105, 125, 9, 7),
+      at(layer::device, "orphan", 130, 140, 9, 8),  // no host event carries id 8
+      at(layer::device, "plain", 150, 155, 9, 0)};
+
+  SUBCASE("attributed") {
+    const auto a = averages_of(ev);
+    CHECK(names(a) == std::vector<std::string>{"step", "aten::mm", "submit", "kernel", "orphan", "plain"});
+    const auto& submit = row(a, "submit");
+    CHECK(submit.self_device_ns == 70);
+    CHECK(submit.device_total_ns == 70);
+    const auto& mm = row(a, "aten::mm");
+    CHECK(mm.self_device_ns == 0);
+    CHECK(mm.device_total_ns == 70);
+    CHECK(mm.self_cpu_ns == 80);
+    const auto& step = row(a, "step");
+    CHECK(step.self_device_ns == 0);
+    CHECK(step.device_total_ns == 70);
+    CHECK(step.self_cpu_ns == 100);  // device events are never children of host events
+    const auto& k = row(a, "kernel", true);
+    CHECK(k.count == 2);
+    CHECK(k.self_cpu_ns == 0);
+    CHECK(k.cpu_total_ns == 0);
+    CHECK(k.self_device_ns == 70);
+    CHECK(k.device_total_ns == 70);
+    CHECK(k.device_avg_ns() == 35.0);
+    CHECK(k.top_level);
+    CHECK(row(a, "orphan", true).self_device_ns == 10);
+    CHECK(row(a, "plain", true).self_device_ns == 5);
+    CHECK(a.self_device_total_ns() == 85);  // device rows only
+    CHECK(a.self_cpu_total_ns() == 200);
+  }
+  SUBCASE("correlate_device_time = false leaves host ops without device time") {
+    const auto a = averages_of(ev, {.correlate_device_time = false});
+    CHECK(row(a, "step").device_total_ns == 0);
+    CHECK(row(a, "submit").self_device_ns == 0);
+    CHECK(row(a, "kernel", true).self_device_ns == 70);
+  }
+}
+
+TEST_CASE("key_averages: the owner of a correlation id") {
+  SUBCASE("a later event of the id outside the earliest one owns nothing") {
+    const auto a = averages_of({host("first", 0, 10, 1, 5), host("later", 20, 30, 1, 5),
+                                at(layer::device, "k", 40, 44, 9, 5)});
+    CHECK(row(a, "first").self_device_ns == 4);
+    CHECK(row(a, "later").device_total_ns == 0);
+  }
+  SUBCASE("on another track it owns nothing either") {
+    const auto a = averages_of({host("first", 0, 10, 1, 5), host("other", 2, 8, 2, 5),
+                                at(layer::device, "k", 40, 44, 9, 5)});
+    CHECK(row(a, "first").self_device_ns == 4);
+    CHECK(row(a, "other").device_total_ns == 0);
+  }
+  SUBCASE("the deepest event within the earliest one owns it") {
+    const auto a = averages_of({host("op", 0, 100, 1, 5), host("mid", 10, 90),
+                                at(layer::runtime, "launch", 20, 30, 1, 5),
+                                at(layer::device, "k", 40, 46, 9, 5)});
+    CHECK(row(a, "launch").self_device_ns == 6);
+    CHECK(row(a, "mid").device_total_ns == 6);
+    CHECK(row(a, "mid").self_device_ns == 0);
+    CHECK(row(a, "op").device_total_ns == 6);
+    CHECK(row(a, "op").self_device_ns == 0);
+  }
+  SUBCASE("a merged recursive op keeps its inner op's device time") {
+    const auto a = averages_of({host("foo", 0, 100), host("foo", 10, 90, 1, 3),
+                                at(layer::device, "k", 40, 50, 9, 3)});
+    CHECK(row(a, "foo").count == 1);
+    CHECK(row(a, "foo").self_device_ns == 10);
+    CHECK(row(a, "foo").device_total_ns == 10);
+  }
+}
+
+TEST_CASE("key_averages: a device event and a host op of one name are separate rows") {
+  const auto a = averages_of({host("copy", 0, 10, 1, 1), at(layer::device, "copy", 20, 25, 9, 1)});
+  REQUIRE(a.rows.size() == 2);
+  CHECK(row(a, "copy").self_device_ns == 5);
+  CHECK(row(a, "copy").cpu_total_ns == 10);
+  CHECK(row(a, "copy", true).cpu_total_ns == 0);
+}
+
+TEST_CASE("key_averages: grouping by input shape") {
+  const std::vector<op_event> ev = {host("mm", 0, 10, 1, 0, "[[2, 3]]"), host("mm", 20, 40, 1, 0, "[[4]]"),
+                                    host("mm", 50, 80, 1, 0, "[[2, 3]]"), host("relu", 90, 95)};
+  SUBCASE("grouped: one row per (name, shapes)") {
+    const auto a = averages_of(ev, {.group_by_input_shape = true});
+    REQUIRE(a.rows.size() == 3);
+    CHECK(a.rows[0].name == "mm");
+    CHECK(a.rows[0].input_shapes == "[[2, 3]]");
+    CHECK(a.rows[0].count == 2);
+    CHECK(a.rows[0].cpu_total_ns == 40);
+    CHECK(a.rows[1].input_shapes == "[[4]]");
+    CHECK(a.rows[1].cpu_total_ns == 20);
+    CHECK(a.rows[2].name == "relu");
+    CHECK(a.rows[2].input_shapes.empty());
+  }
+  SUBCASE("not grouped: one row per name, shapes dropped") {
+    const auto a = averages_of(ev);
+    REQUIRE(a.rows.size() == 2);
+    CHECK(a.rows[0].count == 3);
+    CHECK(a.rows[0].cpu_total_ns == 60);
+    CHECK(a.rows[0].input_shapes.empty());
+  }
+}
+
+TEST_CASE("key_averages: designated initializers leave the rest at their defaults") {
+  const std::vector<op_event> ev = {{.name = "aten::mm", .begin_ns = 0, .end_ns = 500}};
+  const auto a = strata::key_averages(ev);
+  REQUIRE(a.rows.size() == 1);
+  CHECK(a.rows[0].cpu_total_ns == 500);
+  CHECK(a.rows[0].input_shapes.empty());
+}
+
+TEST_CASE("key_averages: options carry the device name; no events, no rows") {
+  const auto a = averages_of({}, {.device_name = "TPU"});
+  CHECK(a.rows.empty());
+  CHECK(a.device_name == "TPU");
+  CHECK(averages_of({}).device_name == "NEURON");
+}
+
+namespace {
+// Sites as instrumented code has them: one static constexpr descriptor per call site.
+constexpr strata::site step_site{"step", __FILE__, __LINE__, layer::framework, strata::record_kind::scope};
+constexpr strata::site mm_site{"aten::mm", __FILE__, __LINE__, layer::framework, strata::record_kind::scope};
+constexpr strata::site submit_site{"submit", __FILE__, __LINE__, layer::runtime, strata::record_kind::scope};
+constexpr strata::site kernel_site{"tensor_matmul", __FILE__, __LINE__, layer::device, strata::record_kind::scope};
+constexpr strata::site user_site{"load", __FILE__, __LINE__, layer::user, strata::record_kind::scope};
+constexpr strata::site mark_site{"mark", __FILE__, __LINE__, layer::user, strata::record_kind::instant};
+constexpr strata::site hbm_site{"hbm", __FILE__, __LINE__, layer::device, strata::record_kind::counter};
+}  // namespace
+
+TEST_CASE("key_averages: a session's records, ticks as nanoseconds on the steady clock") {
+  strata::trace_data data;  // default calibration: steady_clock, one tick per ns
+  REQUIRE(data.clock.source() == strata::clock_source::steady_clock);
+  data.overflow = strata::overflow_policy::overwrite_oldest;
+  strata::thread_track main_thread;
+  main_thread.records = {{1000, 3000, &step_site, 0},
+                         {1100, 2100, &mm_site, 42},
+                         {1200, 1300, &submit_site, 42},
+                         {1250, 1250, &mark_site, 0},
+                         {2200, 2500, &mm_site, 0}};
+  main_thread.lost = 3;
+  strata::thread_track worker;
+  worker.records = {{1500, 1800, &user_site, 0}, {1600, 0x4000000000000000u, &hbm_site, 0}};
+  strata::thread_track device;
+  device.records = {{1400, 1900, &kernel_site, 42}};
+  device.lost = 2;
+  data.threads = {main_thread, worker, device};
+
+  const auto a = strata::key_averages(data);
+  CHECK(names(a) == std::vector<std::string>{"step", "aten::mm", "submit", "tensor_matmul", "load"});
+  CHECK(a.records_lost == 5);
+  CHECK(a.overflow == strata::overflow_policy::overwrite_oldest);
+  CHECK(row(a, "step").self_cpu_ns == 700);
+  CHECK(row(a, "step").device_total_ns == 500);
+  const auto& mm = row(a, "aten::mm");
+  CHECK(mm.count == 2);
+  CHECK(mm.cpu_total_ns == 1300);
+  CHECK(mm.self_cpu_ns == 1200);
+  CHECK(mm.device_total_ns == 500);
+  CHECK(mm.self_device_ns == 0);
+  CHECK(row(a, "submit").self_device_ns == 500);
+  CHECK(row(a, "tensor_matmul", true).self_device_ns == 500);
+  CHECK(row(a, "load").self_cpu_ns == 300);
+  CHECK(row(a, "load").top_level);  // on its own thread, not inside step
+}
