@@ -7,15 +7,23 @@
 
 #include <atomic>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
+#include "strata/analysis/key_averages.hpp"
+#include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/error.hpp"
+#include "strata/core/intern.hpp"
 #include "strata/core/profiler_config.hpp"
+#include "strata/core/schedule.hpp"
+#include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/thread_registry.hpp"
 #include "strata/export/atomic_file.hpp"
@@ -68,8 +76,28 @@ inline constinit std::atomic<const void*> active_profiler{nullptr};
 
 }  // namespace detail
 
+/// The steps of one recorded window of a schedule, both included (-1: none yet).
+struct step_window {
+  std::int64_t first = -1;
+  std::int64_t last = -1;
+};
+
 /// A profiling session over the whole process: every thread's STRATA_* records between
 /// `start()` and `stop()`. One profiler records at a time.
+///
+/// With a `schedule` in the config, `start()` enters step 0 and each `step()` enters the
+/// next one; only the steps whose `action_at` is `record` or `record_and_save` are recorded,
+/// each as a `ProfilerStep#N` scope (framework layer) on the thread that calls `step()`, with
+/// the records of every thread made during it. A window of consecutive recorded steps ends in
+/// the `step()` that leaves its `record_and_save` step, or in `stop()` (a partial window);
+/// then its trace is collected into `data()` and `on_trace_ready(*this)` runs. Without a
+/// handler, `export_window_trace()` writes it to `output_dir/trace_step<first>-<last>.json`
+/// (`.1.json`, `.2.json`, … if that name exists), so no window overwrites an earlier file.
+/// A window that stops in warmup delivers nothing.
+///
+/// Without a schedule, everything from `start()` to `stop()` is one window, `step()` only
+/// counts steps, no `ProfilerStep#N` is recorded, and `on_trace_ready` (if set) runs in
+/// `stop()`.
 ///
 /// **Example**
 /// ```cpp
@@ -78,6 +106,12 @@ inline constinit std::atomic<const void*> active_profiler{nullptr};
 /// run_model();
 /// prof.stop();
 /// auto written = prof.export_chrome_trace();  // strata-out/trace.json
+///
+/// strata::profiler stepped({.output_dir = "strata-out",
+///                           .schedule = {.wait = 1, .warmup = 1, .active = 2, .repeat = 1}});
+/// stepped.start();
+/// for (int i = 0; i < 6; ++i) { run_model(); stepped.step(); }
+/// stepped.stop();  // strata-out/trace_step2-3.json, listed in stepped.trace_files()
 /// ```
 class profiler {
  public:
@@ -95,6 +129,8 @@ class profiler {
     if (config_.layers.empty())
       throw error("profiler_config::layers is empty, so nothing would be recorded; "
                   "capture at least one layer");
+    detail::check_schedule(config_.schedule);
+    cores_ = core_set::parse(config_.capture_cores);
     detail::check_output_dir(config_.output_dir);
     if (config_.process_name.empty()) config_.process_name = detail::program_name();
     clock::select_once();
@@ -104,64 +140,126 @@ class profiler {
   profiler& operator=(const profiler&) = delete;
 
   ~profiler() {
-    if (running_) {
+    if (started_) {
       try {
         stop();
       } catch (...) {
-        // stop() only throws on allocation failure while collecting; nothing more to do here.
+        // stop() throws on allocation failure while collecting, or what on_trace_ready
+        // throws; a destructor has nowhere to report either.
       }
     }
   }
 
-  /// Starts recording. Raises `strata::error` if another profiler is recording or the output
-  /// directory is no longer writable. Records of an earlier session of this profiler are
-  /// discarded.
+  /// Starts the session at step 0 (recording at once without a schedule). Raises
+  /// `strata::error` if another profiler is running or the output directory is no longer
+  /// writable. Records and trace files of an earlier session of this profiler are forgotten
+  /// (the files stay on disk).
   void start() {
-    if (running_) throw error("profiler::start() called twice; call stop() first");
+    if (started_) throw error("profiler::start() called twice; call stop() first");
+    no_reentry("start");
     detail::check_output_dir(config_.output_dir);
     const void* expected = nullptr;
     if (!detail::active_profiler.compare_exchange_strong(expected, this))
       throw error("another strata::profiler is recording; stop it before starting this one");
+    started_ = true;
     data_ = trace_data{};
-    data_.pid = static_cast<std::uint64_t>(atomic_file::process_id());
-    data_.process_name = config_.process_name;
-    data_.layers = config_.layers;
-    data_.buffer_capacity = config_.buffer_capacity;
-    data_.overflow = config_.overflow;
-    data_.clock = clock_calibration::begin();
-    data_.start_ticks = clock::now();
-    running_ = true;
-    detail::registry::instance().begin_session(config_.layers, config_.buffer_capacity,
-                                               config_.overflow);
+    trace_files_.clear();
+    window_ = {};
+    step_num_ = 0;
+    action_ = action_at(config_.schedule, 0);
+    std::exception_ptr failed = transition(profiler_action::none, action_, false);
+    open_step();
+    if (failed) std::rethrow_exception(failed);
   }
 
-  /// Stops recording and collects every thread's records, those of exited threads included.
-  /// A scope still open at this point is not recorded (as in torch.profiler).
+  /// Ends the current step and enters the next (torch.profiler's `profile.step()`). With a
+  /// schedule this may end a window (collecting it and calling `on_trace_ready`) and start
+  /// another. Without one it only counts. Call it from one thread; an exception thrown by
+  /// `on_trace_ready` is passed on once the profiler is in the new step. Does nothing when
+  /// the profiler is not started.
+  void step() {
+    if (!started_) return;
+    no_reentry("step");
+    close_step();
+    const profiler_action prev = action_;
+    ++step_num_;
+    action_ = action_at(config_.schedule, step_num_);
+    std::exception_ptr failed = transition(prev, action_, false);
+    open_step();
+    if (failed) std::rethrow_exception(failed);
+  }
+
+  /// Stops the session and collects every thread's records of the open window (exited
+  /// threads included), then calls `on_trace_ready` if a window was recording. A scope still
+  /// open at this point is not recorded (as in torch.profiler).
   void stop() {
-    if (!running_) return;
-    auto& reg = detail::registry::instance();
-    reg.end_session();
-    data_.stop_ticks = clock::now();
-    running_ = false;
-    detail::collect_session(data_);
-    data_.clock.finish();
-    detail::active_profiler.store(nullptr);
+    if (!started_) return;
+    no_reentry("stop");
+    close_step();
+    std::exception_ptr failed = transition(action_, profiler_action::none, true);
+    if (failed) std::rethrow_exception(failed);
   }
 
-  bool running() const noexcept { return running_; }
+  /// Whether the profiler is between `start()` and `stop()` (with a schedule, also during
+  /// steps that do not record).
+  bool running() const noexcept { return started_; }
+  /// Whether records are being taken now: a session runs and the step records.
+  bool recording() const noexcept { return recording_; }
+  /// The current step: 0 after `start()`, one more after each `step()`.
+  std::int64_t step_num() const noexcept { return step_num_; }
+  /// The action of the current step.
+  profiler_action current_action() const noexcept { return action_; }
+  /// The first and last steps of the last collected window (or of the one recording now).
+  step_window window() const noexcept { return window_; }
 
-  /// Writes the stopped session as Chrome trace JSON to `path` (default:
-  /// `output_dir/trace.json`), atomically. Returns what was written.
+  /// Writes the last collected window as Chrome trace JSON to `path` (default:
+  /// `output_dir/trace.json`), atomically. Returns what was written. Raises `strata::error`
+  /// while a window is recording.
   export_result export_chrome_trace(std::filesystem::path path = {}) const {
-    if (running_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
+    if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
     if (path.empty()) path = config_.output_dir / "trace.json";
     return write_chrome_trace(data_, path);
   }
 
-  /// Totals: while running, what the buffers hold so far; after stop, the session's.
+  /// torch.profiler's `prof.key_averages()`: per-op totals of the last collected window, as a
+  /// table object (`table()`, `to_csv()`, `to_json()`). Device time is attributed through
+  /// correlation ids unless `profiler_config::correlate_device_time` is off. Raises
+  /// `strata::error` while a window is recording.
+  ///
+  /// **Example**
+  /// ```cpp
+  /// std::puts(prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10}).c_str());
+  /// ```
+  averages key_averages(key_averages_options options = {}) const {
+    if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
+    if (!config_.correlate_device_time) options.correlate_device_time = false;
+    return strata::key_averages(data_, options);
+  }
+
+  /// Writes the last collected window to a file of its own,
+  /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
+  /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …
+  /// before `.json` while the name exists, so an earlier file is never overwritten. This is
+  /// the default `on_trace_ready` with a schedule. The path is added to `trace_files()`.
+  export_result export_window_trace() {
+    if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
+    const std::string stem =
+        "trace_step" + std::to_string(window_.first) + "-" + std::to_string(window_.last);
+    std::filesystem::path path = config_.output_dir / (stem + ".json");
+    for (int n = 1; std::filesystem::exists(path); ++n)
+      path = config_.output_dir / (stem + "." + std::to_string(n) + ".json");
+    export_result r = write_chrome_trace(data_, path);
+    trace_files_.push_back(r.path);
+    return r;
+  }
+
+  /// The files `export_window_trace()` wrote since `start()`, oldest first.
+  const std::vector<std::filesystem::path>& trace_files() const noexcept { return trace_files_; }
+
+  /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
   profiler_stats stats() const {
     profiler_stats s;
-    if (running_) {
+    if (recording_) {
       detail::registry::instance().for_each_buffer(
           [&](detail::thread_buffer& b, const detail::thread_info&) {
             s.recorded += b.drained.size();
@@ -176,14 +274,111 @@ class profiler {
     return s;
   }
 
-  /// What the last stopped session captured.
+  /// What the last collected window (the whole session without a schedule) captured.
   const trace_data& data() const noexcept { return data_; }
   const profiler_config& config() const noexcept { return config_; }
+  /// The cores of `config().capture_cores`.
+  const core_set& capture_cores() const noexcept { return cores_; }
 
  private:
+  void no_reentry(const char* what) const {
+    if (in_handler_)
+      throw error(std::string("profiler::") + what + "() called from on_trace_ready; "
+                  "the handler may only read the profiler and export its trace");
+  }
+
+  // torch.profiler's transition table, with nothing to prepare in warmup. `exiting`: the
+  // transition of stop() (`next` is then ignored). Returns what on_trace_ready threw, so the
+  // caller finishes its own bookkeeping first.
+  std::exception_ptr transition(profiler_action prev, profiler_action next, bool exiting) {
+    const bool next_records = !exiting && is_recording(next);
+    bool ready = false;
+    if (prev == profiler_action::record_and_save) {
+      end_window();
+      ready = true;
+    } else if (prev == profiler_action::record && !next_records) {
+      end_window();
+      ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
+    }
+    if (exiting) {
+      started_ = false;
+      detail::active_profiler.store(nullptr);
+    }
+    std::exception_ptr failed;
+    if (ready) failed = trace_ready();
+    if (next_records && !recording_) begin_window();
+    return failed;
+  }
+
+  void begin_window() {
+    data_ = trace_data{};
+    data_.pid = static_cast<std::uint64_t>(atomic_file::process_id());
+    data_.process_name = config_.process_name;
+    data_.layers = config_.layers;
+    data_.buffer_capacity = config_.buffer_capacity;
+    data_.overflow = config_.overflow;
+    data_.clock = clock_calibration::begin();
+    data_.start_ticks = clock::now();
+    window_ = {step_num_, step_num_};
+    recording_ = true;
+    detail::registry::instance().begin_session(config_.layers, config_.buffer_capacity,
+                                               config_.overflow);
+  }
+
+  void end_window() {
+    auto& reg = detail::registry::instance();
+    reg.end_session();
+    data_.stop_ticks = clock::now();
+    recording_ = false;
+    detail::collect_session(data_);
+    data_.clock.finish();
+  }
+
+  std::exception_ptr trace_ready() {
+    const bool use_default = !config_.on_trace_ready && config_.schedule.enabled();
+    if (!config_.on_trace_ready && !use_default) return nullptr;
+    in_handler_ = true;
+    std::exception_ptr failed;
+    try {
+      if (use_default)
+        export_window_trace();
+      else
+        config_.on_trace_ready(*this);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    in_handler_ = false;
+    return failed;
+  }
+
+  // ProfilerStep#N: opened after the transition into step N, closed before the next one, so
+  // a window holds exactly its own steps.
+  void open_step() {
+    step_begin_ = 0;
+    if (!recording_) return;
+    window_.last = step_num_;
+    if (!config_.schedule.enabled() || !config_.layers.contains(layer::framework)) return;
+    step_site_ = intern(layer::framework, "ProfilerStep#" + std::to_string(step_num_));
+    step_begin_ = clock::now();
+  }
+
+  void close_step() {
+    if (step_begin_ != 0 && recording_) append_record(step_site_, step_begin_, clock::now());
+    step_begin_ = 0;
+  }
+
   profiler_config config_;
+  core_set cores_;
   trace_data data_;
-  bool running_ = false;
+  std::vector<std::filesystem::path> trace_files_;
+  step_window window_;
+  std::int64_t step_num_ = 0;
+  profiler_action action_ = profiler_action::none;
+  const site* step_site_ = nullptr;
+  std::uint64_t step_begin_ = 0;
+  bool started_ = false;    // between start() and stop()
+  bool recording_ = false;  // a registry session runs
+  bool in_handler_ = false;
 };
 
 }  // namespace v1

@@ -7,9 +7,14 @@
 //  ├─────────────────────────────────────────────────────────────────┤
 //  │ profiler.hpp  config, start/stop, collect (session.hpp)         │  cold path
 //  │ export/chrome_trace.hpp  Chrome trace JSON for Perfetto UI      │  ({fmt})
+//  │ analysis/key_averages.hpp  torch-style tables, compare.hpp      │
 //  └─────────────────────────────────────────────────────────────────┘
 #pragma once
 
+#include "strata/analysis/averages_table.hpp"
+#include "strata/analysis/compare.hpp"
+#include "strata/analysis/key_averages.hpp"
+#include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/error.hpp"
@@ -19,6 +24,7 @@
 #include "strata/core/profiler_config.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/ring_buffer.hpp"
+#include "strata/core/schedule.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/site.hpp"

@@ -271,3 +271,28 @@ TEST_CASE("the session's data describes its process, thread and settings") {
   CHECK(d.start_ticks <= r.begin);
   CHECK(r.end <= d.stop_ticks);
 }
+
+TEST_CASE("profiler::key_averages summarises the last session") {
+  strata_test::temp_dir dir("key-averages");
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  for (int i = 0; i < 3; ++i) {
+    STRATA_SCOPE_LAYER(strata::layer::framework, "outer op");
+    STRATA_SCOPE_LAYER(strata::layer::framework, "inner op");
+  }
+  CHECK_THROWS_AS(prof.key_averages(), strata::error);  // still recording
+  prof.stop();
+  const strata::averages a = prof.key_averages();
+  REQUIRE(a.rows.size() == 2);
+  const auto& outer = a.rows[0].name == "outer op" ? a.rows[0] : a.rows[1];
+  const auto& inner = a.rows[0].name == "outer op" ? a.rows[1] : a.rows[0];
+  CHECK(outer.name == "outer op");
+  CHECK(inner.name == "inner op");
+  CHECK(outer.count == 3);
+  CHECK(inner.count == 3);
+  // The inner scope lies within the outer one, so it is the outer's child.
+  CHECK(outer.cpu_total_ns == outer.self_cpu_ns + inner.cpu_total_ns);
+  CHECK(inner.self_cpu_ns == inner.cpu_total_ns);
+  CHECK(a.records_lost == 0);
+  CHECK(a.table().find("Self CPU time total: ") != std::string::npos);
+}

@@ -3,13 +3,17 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "strata/core/layer.hpp"
 #include "strata/core/ring_buffer.hpp"
+#include "strata/core/schedule.hpp"
 
 namespace strata {
 inline namespace v1 {
+
+class profiler;
 
 /// Configuration of a `strata::profiler`; checked by its constructor, which raises
 /// `strata::error` naming the field to change.
@@ -31,6 +35,30 @@ struct profiler_config {
   overflow_policy overflow = overflow_policy::drop_newest;
   /// The process name shown in traces; empty: the program's name.
   std::string process_name = {};
+  // The device-side settings below (capture_cores, correlate_device_time, record_shapes,
+  // max_events_per_core) are checked and kept now; the simulated device and key_averages read
+  // them (`profiler::capture_cores()` gives the parsed core set).
+
+  /// The (simulated) NeuronCores captured, as Neuron's `capture_enabled_for_nc`: `"all"`, one
+  /// index `"0"`, or a list with ranges `"0,1,2-5"` (see `core_set::parse`). A malformed value
+  /// makes the constructor raise `strata::error` quoting the bad entry.
+  std::string capture_cores = "all";
+  /// Attribute device time to the framework op that caused it, through correlation ids
+  /// (NeuronConfig's `correlate_device_time`).
+  bool correlate_device_time = true;
+  /// Keep the input shapes of framework ops, for key_averages grouped by shape.
+  bool record_shapes = false;
+  /// The most device records kept per core and session; 0: unlimited.
+  std::size_t max_events_per_core = 0;
+  /// Which `profiler::step()`s are recorded (torch.profiler.schedule). The default (`active`
+  /// 0) records everything from `start()` to `stop()`.
+  ::strata::schedule schedule = {};
+  /// Called with the profiler at the end of each recorded window, once its trace is collected
+  /// (torch.profiler's `on_trace_ready`): in the `step()` that leaves a `record_and_save`
+  /// step, and in `stop()` when it ends a window. Unset with a schedule: the window's trace is
+  /// written to a file of its own (`profiler::export_window_trace()`). Unset without one:
+  /// nothing is called.
+  std::function<void(profiler&)> on_trace_ready = {};
 };
 
 /// The largest accepted `buffer_capacity`: 2^26 records, 2 GiB per thread.

@@ -144,5 +144,38 @@ inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
 }
 
 }  // namespace detail
+
+/// Appends a record with explicit timestamps to the calling thread's buffer, when a session
+/// runs and captures `where`'s layer: for a scope, the interval `[begin_ticks, end_ticks]`;
+/// for an instant, the point `begin_ticks` (`end_ticks` is ignored). Ticks are
+/// `strata::clock::now()` values, so the record can describe an interval measured earlier
+/// (or by another component) on the same clock. Returns whether the record was taken; it is
+/// not when the layer is not captured, for a counter site (use `STRATA_COUNTER`), for a scope
+/// that ends before it begins, or when the buffer is full (then it is counted as lost).
+/// A scope that begins before the session started is left out at collection, like a scope
+/// that straddles two sessions. Cold path: costs what a scope costs, plus the checks.
+///
+/// **Example**
+/// ```cpp
+/// const strata::site* s = strata::intern(strata::layer::framework, "replayed op");
+/// strata::append_record(s, begin, end);  // begin, end: earlier strata::clock::now() values
+/// ```
+inline bool append_record(const site* where, std::uint64_t begin_ticks, std::uint64_t end_ticks,
+                          std::uint64_t payload = 0) noexcept {
+#if STRATA_ENABLED
+  if (where == nullptr || where->kind == record_kind::counter) return false;
+  if (where->kind == record_kind::instant) end_ticks = begin_ticks;
+  if (end_ticks < begin_ticks) return false;
+  if (!detail::should_record(where->where, detail::load_state())) return false;
+  return detail::tl_buffer->ring.push(record{begin_ticks, end_ticks, where, payload});
+#else
+  static_cast<void>(where);
+  static_cast<void>(begin_ticks);
+  static_cast<void>(end_ticks);
+  static_cast<void>(payload);
+  return false;
+#endif
+}
+
 }  // namespace v1
 }  // namespace strata

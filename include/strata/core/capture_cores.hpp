@@ -1,0 +1,118 @@
+// strata/core/capture_cores.hpp: which (simulated) NeuronCores a profiler captures, parsed from
+// a string as Neuron's `capture_enabled_for_nc` ("all", "0", "0,1,2-5").
+#pragma once
+
+#include <bitset>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "strata/core/error.hpp"
+
+namespace strata {
+inline namespace v1 {
+
+/// A set of core indices, or every core. Built by `core_set::parse`.
+///
+/// **Example**
+/// ```cpp
+/// auto cores = strata::core_set::parse("0,2-3");
+/// cores.contains(2);  // true
+/// cores.contains(1);  // false
+/// ```
+class core_set {
+ public:
+  /// The largest core index accepted.
+  static constexpr int max_core = 1023;
+
+  /// Every core (`"all"`).
+  static core_set all() noexcept {
+    core_set s;
+    s.all_ = true;
+    return s;
+  }
+
+  /// Parses `"all"`, or a comma-separated list of core indices (`"0"`) and inclusive ranges
+  /// (`"2-5"`), each between 0 and `max_core`. Spaces and tabs around an entry are ignored
+  /// (`"0, 2-5"`); none are allowed inside one (`"2 - 5"` is an error). Anything else raises
+  /// `strata::error` quoting the bad entry and listing the accepted forms.
+  static core_set parse(std::string_view text) {
+    const std::string_view whole = trim(text);
+    if (whole == "all") return all();
+    core_set s;
+    std::size_t pos = 0;
+    while (true) {
+      const std::size_t comma = text.find(',', pos);
+      const std::string_view raw =
+          text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+      s.add_entry(trim(raw), text);
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    return s;
+  }
+
+  /// Whether core `core` is captured.
+  bool contains(int core) const noexcept {
+    if (core < 0 || core > max_core) return false;
+    return all_ || bits_.test(static_cast<std::size_t>(core));
+  }
+
+  /// Whether every core is captured (`"all"`).
+  bool is_all() const noexcept { return all_; }
+
+  /// How many cores are listed (0 for `"all"`, which names no particular core).
+  std::size_t count() const noexcept { return all_ ? 0 : bits_.count(); }
+
+  friend bool operator==(const core_set&, const core_set&) = default;
+
+ private:
+  static std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  }
+
+  [[noreturn]] static void bad(std::string_view entry, std::string_view text, const char* why) {
+    throw error("profiler_config::capture_cores: bad entry '" + std::string(entry) + "' in \"" +
+                std::string(text) + "\" (" + why + "); accepted forms: \"all\", a core index "
+                "such as \"0\", or a comma-separated list of indices and ranges such as "
+                "\"0,1,2-5\", with indices from 0 to " + std::to_string(max_core));
+  }
+
+  // A core index: digits only, at most max_core. Returns -1 if `digits` is not one.
+  static int index_of(std::string_view digits) noexcept {
+    if (digits.empty()) return -1;
+    int v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return -1;
+      v = v * 10 + (c - '0');
+      if (v > max_core) return -2;
+    }
+    return v;
+  }
+
+  void add_entry(std::string_view entry, std::string_view text) {
+    if (entry.empty()) bad(entry, text, "an empty entry");
+    if (entry == "all") bad(entry, text, "\"all\" must be the whole value");
+    const std::size_t dash = entry.find('-');
+    const std::string_view first = entry.substr(0, dash);
+    const int lo = index_of(first);
+    if (lo == -2) bad(entry, text, "a core index above the largest");
+    if (lo < 0) bad(entry, text, dash == 0 ? "a negative or missing index" : "not a core index");
+    int hi = lo;
+    if (dash != std::string_view::npos) {
+      hi = index_of(entry.substr(dash + 1));
+      if (hi == -2) bad(entry, text, "a core index above the largest");
+      if (hi < 0) bad(entry, text, "a range needs two indices, as in \"2-5\"");
+      if (hi < lo) bad(entry, text, "a range must go from low to high");
+    }
+    for (int c = lo; c <= hi; ++c) bits_.set(static_cast<std::size_t>(c));
+  }
+
+  std::bitset<max_core + 1> bits_;
+  bool all_ = false;
+};
+
+}  // namespace v1
+}  // namespace strata
