@@ -124,6 +124,18 @@ inline void append_csv_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+/// Opens one row object of a JSON rows array: `{"name":…,"input_shapes":…` (the caller adds
+/// the rest and the closing brace). Shared by the averages and comparison tables.
+inline void open_json_row(fmt::memory_buffer& out, bool first, std::string_view name,
+                          std::string_view input_shapes) {
+  const std::string_view head = first ? "\n{\"name\":" : ",\n{\"name\":";
+  out.append(head.data(), head.data() + head.size());
+  append_json_string(out, name);
+  const std::string_view shapes = ",\"input_shapes\":";
+  out.append(shapes.data(), shapes.data() + shapes.size());
+  append_json_string(out, input_shapes);
+}
+
 }  // namespace detail
 
 /// What `key_averages()` returns: one row per key in first-seen order, with what is needed to
@@ -293,11 +305,8 @@ struct averages {
                    records_lost, self_cpu_total_ns(), self_device_total_ns());
     bool first = true;
     for (const auto& r : rows) {
-      app(first ? "\n{\"name\":" : ",\n{\"name\":");
+      detail::open_json_row(out, first, r.name, r.input_shapes);
       first = false;
-      detail::append_json_string(out, r.name);
-      app(",\"input_shapes\":");
-      detail::append_json_string(out, r.input_shapes);
       fmt::format_to(std::back_inserter(out),
                      ",\"is_device\":{},\"top_level\":{},\"count\":{},\"self_cpu_time_total_ns\":{},"
                      "\"cpu_time_total_ns\":{},\"cpu_time_avg_ns\":{},"

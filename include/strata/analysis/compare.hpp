@@ -165,11 +165,8 @@ struct comparison {
     app("[");
     bool first = true;
     for (const auto& r : rows) {
-      app(first ? "\n{\"name\":" : ",\n{\"name\":");
+      detail::open_json_row(out, first, r.name, r.input_shapes);
       first = false;
-      detail::append_json_string(out, r.name);
-      app(",\"input_shapes\":");
-      detail::append_json_string(out, r.input_shapes);
       app(r.is_device ? ",\"is_device\":true" : ",\"is_device\":false");
       const auto add = [&](std::string_view key, auto field) {
         const auto side = [&](std::string_view suffix, const std::optional<average_row>& x) {
