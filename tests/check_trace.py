@@ -239,11 +239,21 @@ def check_hostile(trace, thread_names, names):
     if sorted(t["name"] for t in trace["strataThreads"]) != want_threads:
         fail("strataThreads names differ from the expected thread names")
     want_scopes = sorted(expected_text(bytes(n)) for n in names["scopes"])
-    got_scopes = sorted(e["name"] for e in events if e.get("ph") == "X")
+    got_scopes = sorted(e["name"] for e in events if e.get("ph") == "X" and e["name"] != "hostile args")
     if got_scopes != want_scopes:
         missing = sorted(set(want_scopes) - set(got_scopes))
         extra = sorted(set(got_scopes) - set(want_scopes))
         fail(f"scope names differ: missing {missing!r}, unexpected {extra!r}")
+    # Argument values go through the same escaping, inside args.
+    want_notes = sorted(expected_text(bytes(n)) for n in names["args"])
+    with_args = [e for e in events if e.get("ph") == "X" and e["name"] == "hostile args"]
+    got_notes = sorted(e["args"]["note"] for e in with_args)
+    if got_notes != want_notes:
+        fail(f"argument values differ: got {len(got_notes)}, expected {len(want_notes)}; "
+             f"first difference {next((g, w) for g, w in zip(got_notes + [None] * len(want_notes), want_notes) if g != w)!r}")
+    for e in with_args:
+        if e["args"].get("Input Dims") != [[1, 2], []] or e["args"].get("Input Names") != ["input", "note"]:
+            fail(f"hostile args event with args {e['args']!r}")
     # Valid UTF-8 names must come back byte for byte.
     valid = 0
     for n in names["scopes"] + names["threads"] + [names["process"]]:

@@ -145,6 +145,11 @@ std::vector<std::string> hostile_scope_names() {
   };
 }
 
+// Hostile bytes as an argument value: rendered into the trace's args once per distinct value.
+struct note_args {
+  BOOST_HANA_DEFINE_STRUCT(note_args, (strata::shape, input), (std::string_view, note));
+};
+
 int hostile(const std::filesystem::path& dir) {
   using namespace std::string_literals;  // ""s keeps embedded NUL bytes
   const std::string process_name = "process \"name\" \xc3\x28 with \0 nul"s;
@@ -158,7 +163,8 @@ int hostile(const std::filesystem::path& dir) {
   const auto scope_names = hostile_scope_names();
   constexpr std::string_view static_name = "static \"literal\" \\ \t \xff end";
 
-  strata::profiler prof({.output_dir = dir, .buffer_capacity = 1024, .process_name = process_name});
+  strata::profiler prof({.output_dir = dir, .buffer_capacity = 1024, .process_name = process_name,
+                         .record_shapes = true});
   prof.start();
   // This thread records the scopes under the first name; one thread per other name.
   strata::set_thread_name(thread_names[0]);
@@ -174,6 +180,9 @@ int hostile(const std::filesystem::path& dir) {
     STRATA_SCOPE_DYNAMIC(strata::layer::user, name);
   }
   { STRATA_SCOPE("static \"literal\" \\ \t \xff end"); }
+  for (const auto& name : scope_names) {
+    STRATA_SCOPE_ARGS(strata::layer::user, "hostile args", (note_args{{1, 2}, name}));
+  }
   prof.stop();
   prof.export_chrome_trace();
 
@@ -182,7 +191,10 @@ int hostile(const std::filesystem::path& dir) {
     names += (i == 0 ? "" : ",") + byte_list(thread_names[i]);
   names += "],\"scopes\":[";
   for (const auto& n : scope_names) names += byte_list(n) + ",";
-  names += byte_list(static_name) + "]}";
+  names += byte_list(static_name) + "],\"args\":[";
+  for (std::size_t i = 0; i < scope_names.size(); ++i)
+    names += (i == 0 ? "" : ",") + byte_list(scope_names[i]);
+  names += "]}";
   write_text(dir / "names.json", names);
   return 0;
 }

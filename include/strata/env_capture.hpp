@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "strata/core/capture_cores.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/profiler_config.hpp"
@@ -71,6 +72,8 @@ inline layer_set parse_layers(std::string_view text) {
 /// | `STRATA_LAYERS` | `framework,runtime,device,user` or `all` | `all` |
 /// | `STRATA_BUFFER_CAPACITY` | records per thread, a power of two | 65536 |
 /// | `STRATA_OVERFLOW` | `drop_newest` or `overwrite_oldest` | `drop_newest` |
+/// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
+/// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
     const char* v = lookup(name);
@@ -105,6 +108,20 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
     else if (text == "overwrite_oldest") config.overflow = overflow_policy::overwrite_oldest;
     else
       throw error("STRATA_OVERFLOW='" + *overflow + "': use drop_newest or overwrite_oldest");
+  }
+  if (auto cores = get("STRATA_CAPTURE_CORES"); cores && !cores->empty()) {
+    try {
+      static_cast<void>(core_set::parse(*cores));
+    } catch (const error& e) {
+      throw error("STRATA_CAPTURE_CORES='" + *cores + "': " + (e.what() + 8));  // drop "strata: "
+    }
+    config.capture_cores = *cores;
+  }
+  if (auto shapes = get("STRATA_RECORD_SHAPES"); shapes && !shapes->empty()) {
+    const std::string_view text = detail::trim(*shapes);
+    if (text != "0" && text != "1")
+      throw error("STRATA_RECORD_SHAPES='" + *shapes + "': use 1 to record shapes, 0 not to");
+    config.record_shapes = text == "1";
   }
   return config;
 }

@@ -322,7 +322,7 @@ class profiler {
     window_ = {step_num_, step_num_};
     recording_ = true;
     detail::registry::instance().begin_session(config_.layers, config_.buffer_capacity,
-                                               config_.overflow);
+                                               config_.overflow, config_.record_shapes);
   }
 
   void end_window() {

@@ -8,12 +8,15 @@
 //  │ profiler.hpp  config, start/stop, collect (session.hpp)         │  cold path
 //  │ export/chrome_trace.hpp  Chrome trace JSON for Perfetto UI      │  ({fmt})
 //  │ analysis/key_averages.hpp  torch-style tables, compare.hpp      │
+//  │ args/op_args.hpp  scopes with input shapes (Boost.Hana)          │
 //  └─────────────────────────────────────────────────────────────────┘
 #pragma once
 
 #include "strata/analysis/averages_table.hpp"
 #include "strata/analysis/compare.hpp"
 #include "strata/analysis/key_averages.hpp"
+#include "strata/args/op_args.hpp"
+#include "strata/args/shape.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"

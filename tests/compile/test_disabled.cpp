@@ -13,6 +13,10 @@ namespace {
 
 int evaluated = 0;
 
+struct one_arg {
+  BOOST_HANA_DEFINE_STRUCT(one_arg, (strata::shape, input));
+};
+
 int side_effect() {
   ++evaluated;
   return 1;
@@ -36,6 +40,7 @@ TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
     // The arguments are dropped before compilation: even names that do not exist are fine.
     STRATA_COUNTER("never compiled", no_such_variable + 1);
     STRATA_SCOPE_DYNAMIC(strata::layer::user, no_such_function());
+    STRATA_SCOPE_ARGS(strata::layer::framework, "aten::mm", no_such_args{side_effect()});
   }
   prof.stop();
   CHECK(evaluated == 0);
@@ -60,6 +65,11 @@ TEST_CASE("compiled out: code that names the RAII types still compiles and does 
     CHECK_FALSE(dynamic.active());
     strata::detail::emit_instant(&where);
     strata::detail::emit_counter(&where, [] { return side_effect(); });
+    strata::scope with_args = strata::scope_with_args(&where, [] {
+      ++evaluated;
+      return one_arg{strata::shape{2}};
+    });
+    CHECK_FALSE(with_args.active());
   }
   prof.stop();
   CHECK(evaluated == 0);

@@ -185,7 +185,8 @@ inline averages key_averages(std::span<const op_event> events, const key_average
 }
 
 /// key_averages() of a stopped session: its scope records (instants and counters are left
-/// out), ticks turned into nanoseconds, one track per thread, the payload as correlation id.
+/// out), ticks turned into nanoseconds, one track per thread, the payload as correlation id,
+/// the input shapes of scopes that recorded their arguments.
 ///
 /// **Example**
 /// ```
@@ -205,6 +206,7 @@ inline averages key_averages(const trace_data& data, const key_averages_options&
       e.begin_ns = data.clock.to_ns(r.begin);
       e.end_ns = data.clock.to_ns(r.end);
       e.correlation_id = r.payload;
+      if (r.where->input_shapes != nullptr) e.input_shapes = r.where->input_shapes;
       events.push_back(std::move(e));
     }
   }

@@ -27,12 +27,26 @@ class intern_table {
   }
 
   const site* get(layer l, record_kind k, std::string_view name) {
+    return get(site{nullptr, "", 0, l, k}, name, {}, {});
+  }
+
+  /// The descriptor of `like` (its layer, kind and source location) under `name`, carrying
+  /// `input_shapes` and `args_json` (empty: none).
+  const site* get(const site& like, std::string_view name, std::string_view input_shapes,
+                  std::string_view args_json) {
     std::lock_guard lock(mutex_);
-    auto it = sites_.find(key_view{l, k, name});
+    const key_view key{like.where, like.kind, name, input_shapes, args_json};
+    auto it = sites_.find(key);
     if (it != sites_.end()) return it->second;
-    const std::string& stored = names_.emplace_back(name);
-    const site& s = storage_.emplace_back(site{stored.c_str(), "", 0, l, k});
-    sites_.emplace(key_view{l, k, stored}, &s);
+    const char* stored_name = store(name);
+    const char* stored_shapes = input_shapes.empty() ? nullptr : store(input_shapes);
+    const char* stored_args = args_json.empty() ? nullptr : store(args_json);
+    const site& s = storage_.emplace_back(site{stored_name, like.file != nullptr ? like.file : "",
+                                               like.line, like.where, like.kind, stored_shapes,
+                                               stored_args});
+    sites_.emplace(key_view{like.where, like.kind, stored_name, input_shapes.empty() ? "" : stored_shapes,
+                            args_json.empty() ? "" : stored_args},
+                   &s);
     return &s;
   }
 
@@ -46,14 +60,21 @@ class intern_table {
     layer l;
     record_kind k;
     std::string_view name;
+    std::string_view input_shapes;
+    std::string_view args_json;
     bool operator==(const key_view&) const = default;
   };
   struct key_hash {
     std::size_t operator()(const key_view& v) const noexcept {
-      return std::hash<std::string_view>{}(v.name) ^
-             (static_cast<std::size_t>(v.l) << 3 | static_cast<std::size_t>(v.k));
+      const std::hash<std::string_view> h;
+      std::size_t x = h(v.name);
+      x = x * 31 + h(v.input_shapes);
+      x = x * 31 + h(v.args_json);
+      return x ^ (static_cast<std::size_t>(v.l) << 3 | static_cast<std::size_t>(v.k));
     }
   };
+
+  const char* store(std::string_view text) { return names_.emplace_back(text).c_str(); }
 
   std::mutex mutex_;
   std::deque<std::string> names_;  // deque: element addresses stay put as it grows
@@ -79,6 +100,26 @@ inline const site* intern_cached(layer l, record_kind k, std::string_view name) 
   if (auto it = m.find(name); it != m.end()) return it->second;
   const site* s = intern_table::instance().get(l, k, name);
   m.emplace(std::string(name), s);
+  return s;
+}
+
+/// The calling thread's cache in front of the shared table for descriptors that carry
+/// arguments: `base` (a call site's static descriptor) with one rendering of its arguments.
+/// A hash and a compare per call once an argument set has been seen.
+inline const site* intern_args_cached(const site* base, std::string_view input_shapes,
+                                      std::string_view args_json) {
+  using cache_map =
+      std::unordered_map<std::string, const site*, transparent_string_hash, std::equal_to<>>;
+  thread_local cache_map cache;
+  thread_local std::string key;  // reused: no allocation once it has grown
+  key.assign(reinterpret_cast<const char*>(&base), sizeof base);
+  key.append(input_shapes);
+  key.push_back('\0');
+  key.append(args_json);
+  if (auto it = cache.find(std::string_view(key)); it != cache.end()) return it->second;
+  const site* s = intern_table::instance().get(*base, base->name != nullptr ? base->name : "",
+                                               input_shapes, args_json);
+  cache.emplace(key, s);
   return s;
 }
 

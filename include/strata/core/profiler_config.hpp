@@ -46,7 +46,9 @@ struct profiler_config {
   /// Attribute device time to the framework op that caused it, through correlation ids
   /// (NeuronConfig's `correlate_device_time`).
   bool correlate_device_time = true;
-  /// Keep the input shapes of framework ops, for key_averages grouped by shape.
+  /// Record the arguments (input shapes and small values) of scopes that carry them
+  /// (strata/args/op_args.hpp): they appear in the trace's `args` and drive key_averages'
+  /// `group_by_input_shape`. Off, such a scope costs what a plain scope costs.
   bool record_shapes = false;
   /// The most device records kept per core and session; 0: unlimited.
   std::size_t max_events_per_core = 0;

@@ -30,6 +30,10 @@ STRATA_FORCE_INLINE bool should_record(layer l, std::uint32_t s) noexcept {
 struct dynamic_name_t {};
 inline constexpr dynamic_name_t dynamic_name{};
 
+/// Tag that selects the constructor of `scope` that makes its descriptor only when recording.
+struct lazy_site_t {};
+inline constexpr lazy_site_t lazy_site{};
+
 }  // namespace detail
 
 /// Records the interval between its construction and destruction on the calling thread.
@@ -53,27 +57,42 @@ class scope {
 #endif
   }
 
+  /// Opens a scope whose descriptor is made only when the scope records: `make_site(state)`
+  /// gets the state word (see `detail::records_args`) and returns the descriptor, or nullptr
+  /// to record nothing; if it throws (out of memory while interning), nothing is recorded.
+  /// The run-time-name and argument-carrying scopes are built on it.
+  template <class SiteFn>
+  STRATA_FORCE_INLINE scope(detail::lazy_site_t, layer l, SiteFn&& make_site,
+                            std::uint64_t payload = 0) noexcept
+      : payload_(payload) {
+#if STRATA_ENABLED
+    const std::uint32_t s = detail::load_state();
+    if (detail::should_record(l, s)) {
+      try {
+        where_ = make_site(s);
+        if (where_ != nullptr) begin_ = clock::now();
+      } catch (...) {
+        // The descriptor could not be made (out of memory): this scope is not recorded.
+      }
+    }
+#else
+    static_cast<void>(l);
+    static_cast<void>(make_site);
+#endif
+  }
+
   /// Opens a scope whose name is only known at run time. `name` is a callable returning
   /// something convertible to `std::string_view`; it is called only when the layer is
   /// captured, and the name is interned once per distinct value.
   template <class NameFn>
   STRATA_FORCE_INLINE scope(detail::dynamic_name_t, layer l, NameFn&& name,
                             std::uint64_t payload = 0) noexcept
-      : payload_(payload) {
-#if STRATA_ENABLED
-    if (detail::should_record(l, detail::load_state())) {
-      try {
-        where_ = detail::intern_cached(l, record_kind::scope, std::string_view(name()));
-        begin_ = clock::now();
-      } catch (...) {
-        // Interning failed (out of memory): this scope is not recorded.
-      }
-    }
-#else
-    static_cast<void>(l);
-    static_cast<void>(name);
-#endif
-  }
+      : scope(
+            detail::lazy_site, l,
+            [&](std::uint32_t) {
+              return detail::intern_cached(l, record_kind::scope, std::string_view(name()));
+            },
+            payload) {}
 
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;

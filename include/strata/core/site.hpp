@@ -17,13 +17,20 @@ enum class record_kind : std::uint8_t {
 
 /// A per-call-site descriptor: the record stores only a pointer to it, so names are never
 /// copied per event. Macros create one `static constexpr` site per call site; run-time names
-/// get one interned site per distinct (layer, kind, name).
+/// get one interned site per distinct (layer, kind, name). A scope that carries arguments
+/// (input shapes and a few small values, see strata/args/op_args.hpp) records an interned site
+/// per distinct argument set, whose two extra strings the exporter and key_averages read.
 struct site {
   const char* name;
   const char* file;
   std::uint32_t line;
   layer where;
   record_kind kind;
+  /// torch's "Input Shapes" text, e.g. `[[4, 8], [8]]`; nullptr: none recorded.
+  const char* input_shapes = nullptr;
+  /// The arguments as the members of a JSON object (no braces), written into the trace
+  /// event's `args`; nullptr: none.
+  const char* args_json = nullptr;
 };
 
 }  // namespace v1

@@ -38,12 +38,17 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 
-/// The global state word read by every hot-path call: bits 0-7 are the captured layers of the
-/// running session (0 when none runs), bits 8-31 the session's epoch.
+/// The global state word read by every hot-path call: bits 0-6 are the captured layers of the
+/// running session (0 when none runs), bit 7 says whether it records the arguments (input
+/// shapes) of scopes that carry them, bits 8-31 are the session's epoch.
 inline constinit std::atomic<std::uint32_t> state{0};
 
-inline constexpr std::uint32_t layer_mask_bits = 0xffu;
+inline constexpr std::uint32_t layer_mask_bits = 0x7fu;
+inline constexpr std::uint32_t record_args_bit = 0x80u;
 inline constexpr unsigned epoch_shift = 8;
+static_assert(layer_count <= 7, "the state word keeps the layers in bits 0-6");
+
+constexpr bool records_args(std::uint32_t s) noexcept { return (s & record_args_bit) != 0; }
 
 constexpr std::uint32_t epoch_of(std::uint32_t s) noexcept { return s >> epoch_shift; }
 
@@ -95,16 +100,19 @@ class registry {
   }
 
   /// Starts a session: later records go into fresh buffers of `capacity` records each.
-  /// Returns the new epoch. Buffers of earlier sessions are released here (their owners may
-  /// still hold them until their next record or their exit).
-  std::uint32_t begin_session(layer_set layers, std::size_t capacity, overflow_policy policy) {
+  /// `record_args`: scopes that carry arguments record them. Returns the new epoch. Buffers of
+  /// earlier sessions are released here (their owners may still hold them until their next
+  /// record or their exit).
+  std::uint32_t begin_session(layer_set layers, std::size_t capacity, overflow_policy policy,
+                              bool record_args = false) {
     std::lock_guard lock(mutex_);
     epoch_ = (epoch_ + 1) & (0xffffffu);
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
     capacity_ = capacity;
     policy_ = policy;
     buffers_.clear();
-    state.store((epoch_ << epoch_shift) | (layers.bits() & layer_mask_bits),
+    state.store((epoch_ << epoch_shift) | (layers.bits() & layer_mask_bits) |
+                    (record_args ? record_args_bit : 0u),
                 std::memory_order_release);
     return epoch_;
   }

@@ -172,10 +172,17 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
           continue;
         }
       }
-      if (r.payload != 0)
-        fmt::format_to(it, ",\"args\":{{\"correlation_id\":{}}}}}", r.payload);
-      else
+      // Arguments (input shapes and small values) were rendered as JSON once per distinct set.
+      const char* args = r.where->args_json;
+      if (args == nullptr && r.payload == 0) {
         out.push_back('}');
+        continue;
+      }
+      out.append(std::string_view(",\"args\":{"));
+      if (args != nullptr) out.append(std::string_view(args));
+      if (r.payload != 0)
+        fmt::format_to(it, "{}\"correlation_id\":{}", args != nullptr ? "," : "", r.payload);
+      out.append(std::string_view("}}"));
     }
     // Lost records are visible where the user looks: an instant at the end of the thread's track.
     if (t.lost != 0) {
