@@ -47,6 +47,8 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->layers == strata::layer_set::all());
     CHECK(config->buffer_capacity == 65536);
     CHECK(config->overflow == strata::overflow_policy::drop_newest);
+    CHECK(config->capture_cores == "all");
+    CHECK_FALSE(config->record_shapes);
   }
   SUBCASE("all set") {
     const auto config = strata::capture_config_from_env(
@@ -54,13 +56,17 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_OUTPUT_DIR", "/tmp/somewhere"},
                   {"STRATA_LAYERS", "framework, device"},
                   {"STRATA_BUFFER_CAPACITY", "4096"},
-                  {"STRATA_OVERFLOW", "overwrite_oldest"}}}
+                  {"STRATA_OVERFLOW", "overwrite_oldest"},
+                  {"STRATA_CAPTURE_CORES", "0,2-3"},
+                  {"STRATA_RECORD_SHAPES", "1"}}}
             .lookup());
     REQUIRE(config.has_value());
     CHECK(config->output_dir == "/tmp/somewhere");
     CHECK(config->layers == strata::layer_set{strata::layer::framework, strata::layer::device});
     CHECK(config->buffer_capacity == 4096);
     CHECK(config->overflow == strata::overflow_policy::overwrite_oldest);
+    CHECK(config->capture_cores == "0,2-3");
+    CHECK(config->record_shapes);
   }
   SUBCASE("layers: all") {
     const auto config = strata::capture_config_from_env(
@@ -71,6 +77,11 @@ TEST_CASE("env capture: defaults and every variable") {
 }
 
 TEST_CASE("env capture: a bad value names its variable and the accepted values") {
+  const std::string cores = error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_CAPTURE_CORES", "0,x"}}});
+  CHECK(cores.rfind("strata: STRATA_CAPTURE_CORES='0,x': ", 0) == 0);
+  CHECK(cores.find("'x'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_RECORD_SHAPES", "yes"}}})
+            .find("STRATA_RECORD_SHAPES='yes'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "yes"}}}).find("STRATA_PROFILE='yes'") != std::string::npos);
   const std::string layers = error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,gpu"}}});
   CHECK(layers.find("STRATA_LAYERS") != std::string::npos);
