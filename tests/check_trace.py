@@ -90,12 +90,22 @@ def check_structure(trace):
         fail("steady_clock ticks are nanoseconds, but ns_per_tick is " + repr(other.get("ns_per_tick")))
 
     events = trace["traceEvents"]
-    pids = {e.get("pid") for e in events}
-    if len(pids) != 1:
-        fail(f"expected one pid, found {pids}")
+    # The host process comes first; every other pid is a device core's (from 2^24 up), and each
+    # process is named exactly once.
     process_names = [e for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
-    if len(process_names) != 1 or not isinstance(process_names[0].get("args", {}).get("name"), str):
-        fail("exactly one process_name metadata event with args.name expected")
+    if not process_names or events[0] is not process_names[0]:
+        fail("the first event must name the host process")
+        return None
+    host_pid = process_names[0]["pid"]
+    named = Counter(e["pid"] for e in process_names)
+    for e in process_names:
+        if not isinstance(e.get("args", {}).get("name"), str):
+            fail(f"process_name without args.name: {e}")
+    for pid in {e.get("pid") for e in events}:
+        if named[pid] != 1:
+            fail(f"pid {pid} is named {named[pid]} times, expected once")
+        if pid != host_pid and not (isinstance(pid, int) and pid >= 1 << 24):
+            fail(f"pid {pid} is neither the host's ({host_pid}) nor a device core's")
     thread_names, sort_index = {}, {}
     per_thread = defaultdict(list)
     for e in events:
@@ -105,11 +115,11 @@ def check_structure(trace):
                 fail(f"event without {key}: {e}")
         if ph == "M":
             if e["name"] == "thread_name":
-                thread_names[e["tid"]] = e["args"]["name"]
+                thread_names[(e["pid"], e["tid"])] = e["args"]["name"]
             elif e["name"] == "thread_sort_index":
-                sort_index[e["tid"]] = e["args"]["sort_index"]
+                sort_index[(e["pid"], e["tid"])] = e["args"]["sort_index"]
             continue
-        per_thread[e["tid"]].append(e)
+        per_thread[(e["pid"], e["tid"])].append(e)
         try:
             ts = ns(e.get("ts"))
         except ValueError as err:
@@ -138,7 +148,7 @@ def check_structure(trace):
             # steady_clock is one clock for all threads, so nothing precedes the session start.
             fail(f"event {e['name']!r} at {ts} ns precedes the session start")
 
-    listed = {t["tid"]: t for t in trace["strataThreads"]}
+    listed = {(t["pid"], t["tid"]): t for t in trace["strataThreads"]}
     if len(listed) != other.get("threads"):
         fail("otherData.threads disagrees with strataThreads")
     if sum(t["recorded"] for t in listed.values()) != other.get("recorded"):
@@ -199,7 +209,7 @@ def check_basic(trace, per_thread, thread_names, expect):
     if sorted(by_name) != sorted(expect["threads"]):
         fail(f"threads {sorted(by_name)}, expected {sorted(expect['threads'])}")
         return
-    listed = {t["tid"]: t for t in trace["strataThreads"]}
+    listed = {(t["pid"], t["tid"]): t for t in trace["strataThreads"]}
     for name, want in expect["threads"].items():
         tid = by_name[name]
         evs = [e for e in per_thread.get(tid, []) if e.get("cat") != "strata"]
@@ -219,6 +229,12 @@ def check_basic(trace, per_thread, thread_names, expect):
             fail(f"{name}: {listed[tid]['dropped']} lost, expected {want['lost']}")
         if listed[tid]["exited"] != want["exited"]:
             fail(f"{name}: exited is {listed[tid]['exited']}, expected {want['exited']}")
+    # Device tracks live in the device core's process, named after the core.
+    core_names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    for name in ("Tensor", "Scalar"):
+        pid = by_name[name][0]
+        if pid != (1 << 24) or core_names.get(pid) != "NeuronCore 0":
+            fail(f"device track {name} is in pid {pid} named {core_names.get(pid)!r}")
     # The exception unwound inner before outer: inner lies within outer.
     w0 = [e for e in per_thread[by_name["worker 0"]] if e["ph"] == "X"]
     outer = [e for e in w0 if e["name"] == "throwing outer"]

@@ -89,6 +89,14 @@ int basic(const std::filesystem::path& dir) {
       for (int i = 0; i < flood_instants; ++i) STRATA_INSTANT("flood");
     });
     for (auto& t : threads) t.join();  // every thread exits before stop()
+    // A device core's engines, timed elsewhere: two tracks of core 0 in a process of their own.
+    const strata::site* mm = strata::intern(strata::layer::device, "matmul");
+    const strata::site* act = strata::intern(strata::layer::device, "activation(exp)");
+    const std::uint64_t t0 = strata::clock::now();
+    const strata::record tensor[] = {{t0, t0 + 100, mm, 7}, {t0 + 100, t0 + 250, mm, 7}, {t0 + 300, t0 + 400, mm, 8}};
+    const strata::record scalar[] = {{t0 + 260, t0 + 290, act, 7}, {t0 + 410, t0 + 420, act, 8}};
+    strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 0, .track_name = "Tensor"}, tensor);
+    strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 2, .track_name = "Scalar"}, scalar);
   }
   prof.stop();
   prof.export_chrome_trace();
@@ -107,7 +115,9 @@ int basic(const std::filesystem::path& dir) {
   expect += "\"worker 2\":{\"X\":{" + worker_x + "},\"i\":{\"issued\":10},"
             "\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
   // capacity 256 of 300 instants: the first 256 are kept, 44 dropped.
-  expect += "\"flood\":{\"X\":{},\"i\":{\"flood\":256},\"C\":{},\"lost\":44,\"exited\":true}";
+  expect += "\"flood\":{\"X\":{},\"i\":{\"flood\":256},\"C\":{},\"lost\":44,\"exited\":true},";
+  expect += "\"Tensor\":{\"X\":{\"matmul\":3},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
+  expect += "\"Scalar\":{\"X\":{\"activation(exp)\":2},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false}";
   expect += "}}";
   write_text(dir / "expect.json", expect);
   return 0;

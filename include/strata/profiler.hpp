@@ -321,8 +321,12 @@ class profiler {
     data_.start_ticks = clock::now();
     window_ = {step_num_, step_num_};
     recording_ = true;
-    detail::registry::instance().begin_session(config_.layers, config_.buffer_capacity,
-                                               config_.overflow, config_.record_shapes);
+    detail::registry::instance().begin_session({.layers = config_.layers,
+                                                .buffer_capacity = config_.buffer_capacity,
+                                                .overflow = config_.overflow,
+                                                .record_args = config_.record_shapes,
+                                                .cores = cores_,
+                                                .max_events_per_core = config_.max_events_per_core});
   }
 
   void end_window() {

@@ -136,10 +136,10 @@ TEST_CASE("threads that exit are still exported") {
 
   prof.export_chrome_trace();
   const std::string text = strata_test::read_file(config.output_dir / "trace.json");
-  CHECK(text.find("{\"tid\":" + std::to_string(exited_tid) +
+  CHECK(text.find(",\"tid\":" + std::to_string(exited_tid) +
                   ",\"name\":\"short-lived\",\"recorded\":15,\"dropped\":0,\"exited\":true}") !=
         std::string::npos);
-  CHECK(text.find("{\"tid\":" + std::to_string(alive_tid) +
+  CHECK(text.find(",\"tid\":" + std::to_string(alive_tid) +
                   ",\"name\":\"long-lived\",\"recorded\":5,\"dropped\":0,\"exited\":false}") !=
         std::string::npos);
   CHECK(strata_test::lines_with(text, "\"tid\":" + std::to_string(exited_tid) + ",\"ts\"").size() == 15);

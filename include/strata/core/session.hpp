@@ -15,9 +15,12 @@
 namespace strata {
 inline namespace v1 {
 
-/// The records of one thread in one session, oldest first (a parent before its children).
+/// The records of one thread (or device track) in one session, oldest first (a parent before
+/// its children).
 struct thread_track {
   std::uint64_t tid = 0;
+  std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
+  std::string process_name;     ///< a device track's process name
   std::uint32_t sort_index = 0;
   std::string name;
   bool exited = false;          ///< the thread had exited when the session stopped
@@ -69,6 +72,8 @@ inline void collect_session(trace_data& out) {
     t.sort_index = info.order;
     t.name = info.name;
     t.exited = info.exited;
+    t.pid = info.pid;
+    t.process_name = info.process_name;
     t.records = std::move(b.drained);
     b.drained.clear();
     // A scope opened in an earlier session and closed in this one landed in this session's
@@ -81,8 +86,11 @@ inline void collect_session(trace_data& out) {
     std::stable_sort(t.records.begin(), t.records.end(), record_order);
     out.threads.push_back(std::move(t));
   });
-  std::sort(out.threads.begin(), out.threads.end(),
-            [](const thread_track& a, const thread_track& b) { return a.sort_index < b.sort_index; });
+  // Host threads first, then each device's tracks.
+  std::sort(out.threads.begin(), out.threads.end(), [](const thread_track& a, const thread_track& b) {
+    if (a.pid != b.pid) return a.pid < b.pid;
+    return a.sort_index < b.sort_index;
+  });
 }
 
 }  // namespace detail

@@ -16,14 +16,20 @@
 // build strata users with default visibility for the strata namespace.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "strata/core/capture_cores.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/ring_buffer.hpp"
@@ -61,12 +67,25 @@ inline std::uint64_t current_thread_id() noexcept {
 #endif
 }
 
-/// What the registry knows about one OS thread, for as long as any of its buffers lives.
+/// What the registry knows about one OS thread (or one device track), for as long as any of
+/// its buffers lives.
 struct thread_info {
   std::uint64_t tid = 0;
   std::uint32_t order = 0;       // registration order, used as the Perfetto sort index
   std::string name;              // guarded by the registry's mutex
   bool exited = false;           // guarded by the registry's mutex
+  std::uint64_t pid = 0;         // 0: an OS thread of this process; else a device's process
+  std::string process_name;      // a device track's process name
+};
+
+/// What a session records, as the registry applies it.
+struct session_settings {
+  layer_set layers = layer_set::all();
+  std::size_t buffer_capacity = 1024;
+  overflow_policy overflow = overflow_policy::drop_newest;
+  bool record_args = false;             ///< scopes that carry arguments record them
+  core_set cores = core_set::all();     ///< device cores whose records are taken
+  std::size_t max_events_per_core = 0;  ///< device records kept per core; 0: unlimited
 };
 
 /// One thread's buffer for one session, plus what the consumer has drained out of it so far.
@@ -99,20 +118,19 @@ class registry {
     return *r;
   }
 
-  /// Starts a session: later records go into fresh buffers of `capacity` records each.
-  /// `record_args`: scopes that carry arguments record them. Returns the new epoch. Buffers of
-  /// earlier sessions are released here (their owners may still hold them until their next
-  /// record or their exit).
-  std::uint32_t begin_session(layer_set layers, std::size_t capacity, overflow_policy policy,
-                              bool record_args = false) {
+  /// Starts a session: later records go into fresh buffers of `settings.buffer_capacity`
+  /// records each. Returns the new epoch. Buffers of earlier sessions are released here (their
+  /// owners may still hold them until their next record or their exit).
+  std::uint32_t begin_session(const session_settings& settings) {
     std::lock_guard lock(mutex_);
     epoch_ = (epoch_ + 1) & (0xffffffu);
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
-    capacity_ = capacity;
-    policy_ = policy;
+    settings_ = settings;
     buffers_.clear();
-    state.store((epoch_ << epoch_shift) | (layers.bits() & layer_mask_bits) |
-                    (record_args ? record_args_bit : 0u),
+    device_tracks_.clear();
+    device_counts_.clear();
+    state.store((epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
+                    (settings.record_args ? record_args_bit : 0u),
                 std::memory_order_release);
     return epoch_;
   }
@@ -154,7 +172,8 @@ class registry {
         guard.info->order = next_order_++;
         guard.info->name = os_thread_name();
       }
-      guard.current = std::make_shared<thread_buffer>(guard.info, epoch_, capacity_, policy_);
+      guard.current = std::make_shared<thread_buffer>(guard.info, epoch_, settings_.buffer_capacity,
+                                                      settings_.overflow);
       buffers_.push_back(guard.current);
       tl_buffer = guard.current.get();
       tl_epoch = epoch_;
@@ -162,6 +181,48 @@ class registry {
     } catch (...) {
       return false;  // out of memory: this record is not taken
     }
+  }
+
+  /// Whether the running session takes device records of `core`.
+  bool captures_device_core(int core) {
+    if ((load_state_relaxed() & layer_set::bit(layer::device)) == 0) return false;
+    std::lock_guard lock(mutex_);
+    return (state.load(std::memory_order_relaxed) & layer_set::bit(layer::device)) != 0 &&
+           settings_.cores.contains(core);
+  }
+
+  /// Appends records made elsewhere (with their own timestamps) to a track that is not an OS
+  /// thread: track `tid` of the device process `pid`, named on first use. Takes them only
+  /// while a session captures the device layer, and at most the session's
+  /// `max_events_per_core` per pid; the rest is counted as lost on the track. Returns how many
+  /// were taken. Any thread may call it; the registry's lock orders the appends.
+  std::size_t append_device_records(std::uint64_t pid, std::string_view process_name,
+                                    std::uint64_t tid, std::string_view track_name,
+                                    std::span<const record> records) {
+    std::lock_guard lock(mutex_);
+    if ((state.load(std::memory_order_relaxed) & layer_set::bit(layer::device)) == 0) return 0;
+    thread_buffer*& track = device_tracks_[{pid, tid}];
+    if (track == nullptr) {
+      auto info = std::make_shared<thread_info>();
+      info->tid = tid;
+      info->order = static_cast<std::uint32_t>(tid);
+      info->name = std::string(track_name);
+      info->pid = pid;
+      info->process_name = std::string(process_name);
+      // The ring stays unused (records go straight to the drained list): keep it minimal.
+      auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow);
+      track = buffer.get();
+      buffers_.push_back(std::move(buffer));
+    }
+    std::size_t& taken_so_far = device_counts_[pid];
+    std::size_t take = records.size();
+    if (settings_.max_events_per_core != 0)
+      take = std::min(take, settings_.max_events_per_core - std::min(taken_so_far,
+                                                                      settings_.max_events_per_core));
+    track->drained.insert(track->drained.end(), records.begin(), records.begin() + static_cast<std::ptrdiff_t>(take));
+    taken_so_far += take;
+    track->lost += records.size() - take;
+    return take;
   }
 
   /// Names the calling thread in traces (like Perfetto's thread_name metadata).
@@ -179,6 +240,8 @@ class registry {
 
  private:
   registry() = default;
+
+  static std::uint32_t load_state_relaxed() noexcept { return state.load(std::memory_order_relaxed); }
 
   // Keeps the calling thread's current buffer alive and, at thread exit, marks it exited so
   // the registry knows no more records will come. Only the cold path touches it.
@@ -214,8 +277,10 @@ class registry {
   std::vector<std::shared_ptr<thread_buffer>> buffers_;
   std::uint32_t epoch_ = 0;
   std::uint32_t next_order_ = 0;
-  std::size_t capacity_ = 1024;
-  overflow_policy policy_ = overflow_policy::drop_newest;
+  session_settings settings_;
+  // Device tracks of the current session by (pid, tid), and device records taken per pid.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, thread_buffer*> device_tracks_;
+  std::map<std::uint64_t, std::size_t> device_counts_;
 };
 
 /// The state word, read once per hot-path call: one relaxed load.

@@ -3,7 +3,7 @@
 // Layout of the file (see docs/trace-format.md):
 //   {"displayTimeUnit":"ns",
 //    "otherData":{...flat string and number facts: version, clock, totals...},
-//    "strataThreads":[{tid, name, recorded, dropped, exited}, ...],
+//    "strataThreads":[{pid, tid, name, recorded, dropped, exited}, ...],
 //    "traceEvents":[metadata (M), then per thread: X, i and C events, oldest first]}
 // Timestamps are microseconds on the steady clock with three decimals, so nanoseconds survive.
 #pragma once
@@ -111,7 +111,8 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   fmt::format_to(it, "}},\n\"strataThreads\":[");
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const thread_track& t = data.threads[i];
-    fmt::format_to(it, "{}{{\"tid\":{},\"name\":", i == 0 ? "" : ",", t.tid);
+    fmt::format_to(it, "{}{{\"pid\":{},\"tid\":{},\"name\":", i == 0 ? "" : ",",
+                   t.pid != 0 ? t.pid : pid, t.tid);
     detail::append_json_string(out, t.name);
     fmt::format_to(it, ",\"recorded\":{},\"dropped\":{},\"exited\":{}}}", t.records.size(), t.lost,
                    t.exited);
@@ -123,14 +124,29 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":", pid);
   detail::append_json_string(out, data.process_name);
   out.append(std::string_view("}}"));
+  // Device cores are processes of their own, after the host (tracks come grouped by pid).
+  std::uint64_t last_device_pid = 0;
+  std::uint32_t process_order = 0;
+  for (const thread_track& t : data.threads) {
+    if (t.pid == 0 || t.pid == last_device_pid) continue;
+    last_device_pid = t.pid;
+    w.next_event();
+    fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":", t.pid);
+    detail::append_json_string(out, t.process_name);
+    out.append(std::string_view("}}"));
+    w.next_event();
+    fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"tid\":0,\"args\":{{\"sort_index\":{}}}}}",
+                   t.pid, ++process_order);
+  }
+  const auto pid_of = [&](const thread_track& t) { return t.pid != 0 ? t.pid : pid; };
   for (const thread_track& t : data.threads) {
     w.next_event();
-    fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid, t.tid);
+    fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid_of(t), t.tid);
     detail::append_json_string(out, t.name.empty() ? fmt::format("thread {}", t.tid) : t.name);
     out.append(std::string_view("}}"));
     w.next_event();
     fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
-                   pid, t.tid, t.sort_index);
+                   pid_of(t), t.tid, t.sort_index);
   }
 
   // Each distinct descriptor's name and category are escaped once, not once per event.
@@ -151,7 +167,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       w.next_event();
       const std::string& head = prefix_of(r.where);
       out.append(head.data(), head.data() + head.size());
-      fmt::format_to(it, ",\"pid\":{},\"tid\":{},\"ts\":", pid, t.tid);
+      fmt::format_to(it, ",\"pid\":{},\"tid\":{},\"ts\":", pid_of(t), t.tid);
       const std::int64_t begin_ns = data.clock.to_ns(r.begin);
       detail::append_us(out, begin_ns);
       switch (r.kind()) {
@@ -188,7 +204,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     if (t.lost != 0) {
       w.next_event();
       fmt::format_to(it, "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"strata\",\"name\":\"strata: {} records lost ({})\","
-                     "\"pid\":{},\"tid\":{},\"ts\":", t.lost, overflow_policy_name(data.overflow), pid, t.tid);
+                     "\"pid\":{},\"tid\":{},\"ts\":", t.lost, overflow_policy_name(data.overflow), pid_of(t), t.tid);
       detail::append_us(out, data.clock.to_ns(data.stop_ticks));
       fmt::format_to(it, ",\"args\":{{\"lost\":{}}}}}", t.lost);
     }
