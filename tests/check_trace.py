@@ -108,11 +108,15 @@ def check_structure(trace):
             fail(f"pid {pid} is neither the host's ({host_pid}) nor a device core's")
     thread_names, sort_index = {}, {}
     per_thread = defaultdict(list)
+    flows = defaultdict(list)
     for e in events:
         ph = e.get("ph")
         for key in ("ph", "name", "pid", "tid"):
             if key not in e:
                 fail(f"event without {key}: {e}")
+        if ph in ("s", "t", "f"):
+            flows[e.get("id")].append(e)
+            continue
         if ph == "M":
             if e["name"] == "thread_name":
                 thread_names[(e["pid"], e["tid"])] = e["args"]["name"]
@@ -174,7 +178,28 @@ def check_structure(trace):
             fail(f"events on thread {tid}, which strataThreads does not list")
     for tid, evs in per_thread.items():
         check_nesting(tid, [e for e in evs if e.get("ph") == "X" and "_begin" in e])
+    check_flows(flows, per_thread)
     return per_thread, thread_names
+
+
+def check_flows(flows, per_thread):
+    """Each flow: one start, steps, one end, in time order, each bound to a slice that begins
+    at the flow event's time on the same track (as Kineto binds them)."""
+    for fid, evs in flows.items():
+        phases = [e["ph"] for e in evs]
+        if not isinstance(fid, int) or phases.count("s") != 1 or phases.count("f") != 1 or \
+                phases[0] != "s" or phases[-1] != "f":
+            fail(f"flow {fid!r}: phases {phases}, expected s, t..., f")
+            continue
+        times = [ns(e["ts"]) for e in evs]
+        if times != sorted(times):
+            fail(f"flow {fid}: events out of time order {times}")
+        if evs[-1].get("bp") != "e":
+            fail(f"flow {fid}: the end does not bind to its enclosing slice (bp: e)")
+        for e in evs:
+            starts = {x["_begin"] for x in per_thread.get((e["pid"], e["tid"]), []) if "_begin" in x}
+            if ns(e["ts"]) not in starts:
+                fail(f"flow {fid}: {e['ph']} at {e['ts']} on {(e['pid'], e['tid'])} binds to no slice")
 
 
 def check_nesting(tid, xs):
@@ -235,6 +260,15 @@ def check_basic(trace, per_thread, thread_names, expect):
         pid = by_name[name][0]
         if pid != (1 << 24) or core_names.get(pid) != "NeuronCore 0":
             fail(f"device track {name} is in pid {pid} named {core_names.get(pid)!r}")
+    # Correlation 7: op -> submit, then submit -> Tensor's and Scalar's first records.
+    flows = defaultdict(list)
+    for e in trace["traceEvents"]:
+        if e.get("ph") in ("s", "t", "f"):
+            flows[e["id"]].append((e["ph"], thread_names.get((e["pid"], e["tid"]))))
+    want = {1: [("s", "main"), ("f", "main")], 2: [("s", "main"), ("f", "Tensor")],
+            3: [("s", "main"), ("f", "Scalar")]}
+    if dict(flows) != want:
+        fail(f"flows {dict(flows)}, expected {want}")
     # The exception unwound inner before outer: inner lies within outer.
     w0 = [e for e in per_thread[by_name["worker 0"]] if e["ph"] == "X"]
     outer = [e for e in w0 if e["name"] == "throwing outer"]

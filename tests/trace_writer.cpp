@@ -92,6 +92,12 @@ int basic(const std::filesystem::path& dir) {
     // A device core's engines, timed elsewhere: two tracks of core 0 in a process of their own.
     const strata::site* mm = strata::intern(strata::layer::device, "matmul");
     const strata::site* act = strata::intern(strata::layer::device, "activation(exp)");
+    // An op and the runtime call it made carry correlation id 7, as the device work does:
+    // the trace draws flows op -> submit -> the first record of each device track.
+    {
+      strata::scope op(strata::intern(strata::layer::framework, "aten::mm"), 7);
+      strata::scope submit(strata::intern(strata::layer::runtime, "submit"), 7);
+    }
     const std::uint64_t t0 = strata::clock::now();
     const strata::record tensor[] = {{t0, t0 + 100, mm, 7}, {t0 + 100, t0 + 250, mm, 7}, {t0 + 300, t0 + 400, mm, 8}};
     const strata::record scalar[] = {{t0 + 260, t0 + 290, act, 7}, {t0 + 410, t0 + 420, act, 8}};
@@ -107,7 +113,7 @@ int basic(const std::filesystem::path& dir) {
   std::string counts = "[0,1,2,3,4,5,6,7,8,9]";
   std::string expect = "{\"process_name\":\"trace writer\",\"buffer_capacity\":256,"
                        "\"overflow_policy\":\"drop_newest\",\"threads\":{";
-  expect += "\"main\":{\"X\":{\"main: run\":1},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
+  expect += "\"main\":{\"X\":{\"main: run\":1,\"aten::mm\":1,\"submit\":1},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
   expect += "\"worker 0\":{\"X\":{" + worker_x + ",\"throwing outer\":1,\"throwing inner\":1},"
             "\"i\":{\"issued\":10},\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
   expect += "\"worker 1\":{\"X\":{" + worker_x + "},\"i\":{\"issued\":10},"

@@ -36,5 +36,6 @@
 #include "strata/env_capture.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
 #include "strata/profiler.hpp"

@@ -4,7 +4,8 @@
 //   {"displayTimeUnit":"ns",
 //    "otherData":{...flat string and number facts: version, clock, totals...},
 //    "strataThreads":[{pid, tid, name, recorded, dropped, exited}, ...],
-//    "traceEvents":[metadata (M), then per thread: X, i and C events, oldest first]}
+//    "traceEvents":[metadata (M), then per thread: X, i and C events, oldest first,
+//                   then flow events (s, t, f) along correlation ids]}
 // Timestamps are microseconds on the steady clock with three decimals, so nanoseconds survive.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/export/atomic_file.hpp"
+#include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
 
 namespace strata {
@@ -208,6 +210,17 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       detail::append_us(out, data.clock.to_ns(data.stop_ticks));
       fmt::format_to(it, ",\"args\":{{\"lost\":{}}}}}", t.lost);
     }
+  }
+  // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
+  // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
+  for (const detail::flow_point& f : detail::correlation_flows(data)) {
+    const thread_track& t = data.threads[f.thread];
+    w.next_event();
+    fmt::format_to(it, "{{\"ph\":\"{}\",\"id\":{},\"cat\":\"strata.flow\",\"name\":\"correlation\",{}"
+                   "\"pid\":{},\"tid\":{},\"ts\":", f.phase, f.id, f.phase == 'f' ? "\"bp\":\"e\"," : "",
+                   pid_of(t), t.tid);
+    detail::append_us(out, data.clock.to_ns(t.records[f.record].begin));
+    fmt::format_to(it, ",\"args\":{{\"correlation_id\":{}}}}}", f.correlation_id);
   }
   out.append(std::string_view("\n]}\n"));
   return w.finish(path);

@@ -1,0 +1,95 @@
+// flows: the arrows that follow a correlation id from the op through the runtime to the device.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "strata/core/device_track.hpp"
+#include "strata/export/chrome_trace.hpp"
+#include "strata/export/flows.hpp"
+#include "support.hpp"
+
+using strata::layer;
+using strata::record_kind;
+
+namespace {
+
+constexpr strata::site op_a{"op a", "f.cpp", 1, layer::framework, record_kind::scope};
+constexpr strata::site op_b{"op b", "f.cpp", 2, layer::user, record_kind::scope};
+constexpr strata::site submit{"submit", "f.cpp", 3, layer::runtime, record_kind::scope};
+constexpr strata::site wait{"wait", "f.cpp", 4, layer::runtime, record_kind::scope};
+constexpr strata::site mm{"matmul", "f.cpp", 5, layer::device, record_kind::scope};
+constexpr strata::site add{"add", "f.cpp", 6, layer::device, record_kind::scope};
+constexpr strata::site mark{"mark", "f.cpp", 7, layer::framework, record_kind::instant};
+
+// Host thread 0: op a (id 1) holding two runtime calls, op b (id 2) without one. Device
+// tracks 1 and 2: id 1 on both, id 2 on track 1, id 3 only on the device.
+strata::trace_data program() {
+  strata::trace_data d;
+  d.pid = 5;
+  d.threads.resize(3);
+  d.threads[0].tid = 10;
+  d.threads[0].records = {{0, 100, &op_a, 1}, {10, 20, &submit, 1}, {30, 90, &wait, 1},
+                          {50, 50, &mark, 1}, {200, 300, &op_b, 2}};
+  d.threads[1].tid = 0;
+  d.threads[1].pid = strata::device_pid(0);
+  d.threads[1].records = {{40, 50, &mm, 1}, {60, 70, &mm, 1}, {210, 220, &mm, 2}, {400, 410, &mm, 3}};
+  d.threads[2].tid = 1;
+  d.threads[2].pid = strata::device_pid(0);
+  d.threads[2].records = {{45, 55, &add, 1}};
+  return d;
+}
+
+struct point {
+  char phase;
+  std::uint64_t id, correlation;
+  std::size_t thread, record;
+  bool operator==(const point&) const = default;
+};
+
+std::vector<point> points(const strata::trace_data& d) {
+  std::vector<point> out;
+  for (const auto& f : strata::detail::correlation_flows(d))
+    out.push_back({f.phase, f.id, f.correlation_id, f.thread, f.record});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("flows: op -> runtime calls in time order -> the first record of each device track") {
+  const std::vector<point> want = {
+      {'s', 1, 1, 0, 0}, {'t', 1, 1, 0, 1}, {'f', 1, 1, 0, 2},  // op a -> submit -> wait
+      {'s', 2, 1, 0, 2}, {'f', 2, 1, 1, 0},                     // wait -> track 1's first
+      {'s', 3, 1, 0, 2}, {'f', 3, 1, 2, 0},                     // wait -> track 2's first
+      {'s', 4, 2, 0, 4}, {'f', 4, 2, 1, 2},                     // op b (no runtime) -> device
+  };
+  CHECK(points(program()) == want);
+}
+
+TEST_CASE("flows: the outermost op starts the path; no host record, no flow") {
+  strata::trace_data d = program();
+  // An inner framework op of id 1 inside op a does not start a second path.
+  d.threads[0].records.insert(d.threads[0].records.begin() + 1, strata::record{5, 8, &op_a, 1});
+  const auto got = points(d);
+  REQUIRE(!got.empty());
+  CHECK(got[0] == point{'s', 1, 1, 0, 0});
+  CHECK(got[1] == point{'t', 1, 1, 0, 2});
+  for (const auto& p : got) CHECK(p.correlation != 3);
+
+  strata::trace_data device_only;
+  device_only.threads.resize(1);
+  device_only.threads[0].records = {{1, 2, &mm, 9}};
+  CHECK(points(device_only).empty());
+}
+
+TEST_CASE("flows are written after the events, bound to their slices' start") {
+  strata_test::temp_dir dir;
+  strata::trace_data d = program();
+  const auto path = dir / "flows.json";
+  strata::write_chrome_trace(d, path);
+  const std::string text = strata_test::read_file(path);
+  CHECK(strata_test::lines_with(text, R"({"ph":"s","id":1,"cat":"strata.flow","name":"correlation","pid":5,"tid":10,"ts":0.000,"args":{"correlation_id":1}})").size() == 1);
+  CHECK(strata_test::lines_with(text, R"({"ph":"t","id":1,"cat":"strata.flow","name":"correlation","pid":5,"tid":10,"ts":0.010,)").size() == 1);
+  CHECK(strata_test::lines_with(text, R"({"ph":"f","id":2,"cat":"strata.flow","name":"correlation","bp":"e","pid":16777216,"tid":0,"ts":0.040,)").size() == 1);
+  CHECK(strata_test::lines_with(text, R"("cat":"strata.flow")").size() == 9);
+}
