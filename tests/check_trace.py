@@ -260,6 +260,12 @@ def check_basic(trace, per_thread, thread_names, expect):
         pid = by_name[name][0]
         if pid != (1 << 24) or core_names.get(pid) != "NeuronCore 0":
             fail(f"device track {name} is in pid {pid} named {core_names.get(pid)!r}")
+    # Device timestamps (steady_clock ns) land inside the session, like the host's.
+    start, stop = ns(other["session_start_us"]), ns(other["session_stop_us"])
+    for name in ("Tensor", "Scalar"):
+        for e in per_thread[by_name[name]]:
+            if "_begin" in e and not (start <= e["_begin"] and e["_end"] <= stop):
+                fail(f"device event {e['name']!r} at [{e['_begin']}, {e['_end']}] outside the session [{start}, {stop}]")
     # Correlation 7: op -> submit, then submit -> Tensor's and Scalar's first records.
     flows = defaultdict(list)
     for e in trace["traceEvents"]:

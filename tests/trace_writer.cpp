@@ -98,7 +98,7 @@ int basic(const std::filesystem::path& dir) {
       strata::scope op(strata::intern(strata::layer::framework, "aten::mm"), 7);
       strata::scope submit(strata::intern(strata::layer::runtime, "submit"), 7);
     }
-    const std::uint64_t t0 = strata::clock::now();
+    const std::uint64_t t0 = static_cast<std::uint64_t>(strata::clock::steady_ns());
     const strata::record tensor[] = {{t0, t0 + 100, mm, 7}, {t0 + 100, t0 + 250, mm, 7}, {t0 + 300, t0 + 400, mm, 8}};
     const strata::record scalar[] = {{t0 + 260, t0 + 290, act, 7}, {t0 + 410, t0 + 420, act, 8}};
     strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 0, .track_name = "Tensor"}, tensor);

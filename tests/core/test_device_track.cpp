@@ -37,7 +37,7 @@ const strata::thread_track* find(const strata::trace_data& d, std::uint64_t pid,
 }  // namespace
 
 TEST_CASE("device records are taken only while a session captures the device layer") {
-  const auto records = device_records(3, strata::clock::now());
+  const auto records = device_records(3, static_cast<std::uint64_t>(strata::clock::steady_ns()));
   CHECK(strata::append_device_records(track(0, 0, "Tensor"), records) == 0);
   CHECK_FALSE(strata::device_core_captured(0));
 
@@ -58,7 +58,7 @@ TEST_CASE("each core is a process of its own, each track a thread, after the hos
   strata::profiler prof(strata_test::config_in(dir));
   prof.start();
   { STRATA_SCOPE("host work"); }
-  const std::uint64_t t0 = strata::clock::now();
+  const std::uint64_t t0 = static_cast<std::uint64_t>(strata::clock::steady_ns());
   CHECK(strata::append_device_records(track(1, 1, "Vector"), device_records(2, t0 + 50)) == 2);
   CHECK(strata::append_device_records(track(1, 0, "Tensor"), device_records(3, t0)) == 3);
   CHECK(strata::append_device_records(track(0, 0, "Tensor"), device_records(1, t0)) == 1);
@@ -77,6 +77,10 @@ TEST_CASE("each core is a process of its own, each track a thread, after the hos
   CHECK(tensor1->name == "Tensor");
   CHECK(tensor1->process_name == "NeuronCore");
   CHECK(tensor1->records.size() == 4);
+  CHECK(tensor1->timestamps_in_ns);
+  CHECK_FALSE(d.threads[0].timestamps_in_ns);
+  // Device timestamps are nanoseconds already: a modelled duration reaches the trace exactly.
+  CHECK(d.ns_of(*tensor1, tensor1->records[0].end) - d.ns_of(*tensor1, tensor1->records[0].begin) == 5);
   CHECK(tensor1->lost == 0);
   CHECK(strata_test::scopes_nest(tensor1->records));
 
@@ -87,6 +91,7 @@ TEST_CASE("each core is a process of its own, each track a thread, after the hos
     const std::string pid1 = std::to_string(strata::device_pid(1));
     CHECK(strata_test::lines_with(text, R"("name":"process_name","pid":)" + pid1 + R"(,"tid":0,"args":{"name":"NeuronCore"}})").size() == 1);
     CHECK(strata_test::lines_with(text, R"("name":"matmul","pid":)" + pid1 + R"(,"tid":0,)").size() == 4);
+    CHECK(strata_test::lines_with(text, R"(,"dur":0.005,"args":{"correlation_id":)").size() == 7);
     CHECK(strata_test::lines_with(text, R"("name":"matmul","pid":)" + pid1 + R"(,"tid":1,)").size() == 2);
     CHECK(strata_test::lines_with(text, R"("correlation_id":3})").size() == 1);
   }
@@ -98,7 +103,7 @@ TEST_CASE("capture_cores decides whose device records are kept") {
   config.capture_cores = "1,3-4";
   strata::profiler prof(config);
   prof.start();
-  const auto records = device_records(2, strata::clock::now());
+  const auto records = device_records(2, static_cast<std::uint64_t>(strata::clock::steady_ns()));
   for (std::uint32_t core = 0; core < 6; ++core) {
     const bool wanted = core == 1 || core == 3 || core == 4;
     CHECK(strata::device_core_captured(core) == wanted);
@@ -115,7 +120,7 @@ TEST_CASE("max_events_per_core bounds each core's records; the rest are counted 
   config.max_events_per_core = 5;
   strata::profiler prof(config);
   prof.start();
-  const std::uint64_t t0 = strata::clock::now();
+  const std::uint64_t t0 = static_cast<std::uint64_t>(strata::clock::steady_ns());
   CHECK(strata::append_device_records(track(0, 0, "Tensor"), device_records(3, t0)) == 3);
   CHECK(strata::append_device_records(track(0, 1, "Vector"), device_records(4, t0)) == 2);
   CHECK(strata::append_device_records(track(0, 1, "Vector"), device_records(1, t0 + 100)) == 0);
@@ -130,7 +135,7 @@ TEST_CASE("max_events_per_core bounds each core's records; the rest are counted 
 
   SUBCASE("a new session starts the count again") {
     prof.start();
-    CHECK(strata::append_device_records(track(0, 0, "Tensor"), device_records(5, strata::clock::now())) == 5);
+    CHECK(strata::append_device_records(track(0, 0, "Tensor"), device_records(5, static_cast<std::uint64_t>(strata::clock::steady_ns()))) == 5);
     prof.stop();
   }
 }

@@ -203,8 +203,8 @@ inline averages key_averages(const trace_data& data, const key_averages_options&
       e.name = r.where->name;
       e.where = r.layer_of();
       e.track = t;
-      e.begin_ns = data.clock.to_ns(r.begin);
-      e.end_ns = data.clock.to_ns(r.end);
+      e.begin_ns = data.ns_of(data.threads[t], r.begin);
+      e.end_ns = data.ns_of(data.threads[t], r.end);
       e.correlation_id = r.payload;
       if (r.where->input_shapes != nullptr) e.input_shapes = r.where->input_shapes;
       events.push_back(std::move(e));

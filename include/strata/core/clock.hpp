@@ -72,6 +72,10 @@ struct clock {
     return static_cast<std::uint64_t>(detail::steady_now_ns());
   }
 
+  /// Nanoseconds on `std::chrono::steady_clock`, the time base of exported traces: what
+  /// records made off the hot path (device tracks) carry instead of ticks.
+  static std::int64_t steady_ns() noexcept { return detail::steady_now_ns(); }
+
   static clock_source source() noexcept {
     return detail::use_tsc.load(std::memory_order_relaxed) ? clock_source::tsc
                                                            : clock_source::steady_clock;

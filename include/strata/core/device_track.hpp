@@ -1,8 +1,9 @@
 // strata/core/device_track.hpp: records of a device's engines, made off the hot path.
 //
 // A (simulated) NeuronCore does not run on a thread of its own: its engines' instructions are
-// timed by a model and handed over in bulk, with timestamps already on strata's clock. They
-// go to device tracks: one trace process per core, one track per engine or DMA queue, as
+// timed by a model and handed over in bulk, with timestamps in steady_clock nanoseconds (the
+// traces' time base; `clock::steady_ns()`), so that a modelled duration reaches the trace and
+// key_averages exactly instead of through a tick-rate estimate. They go to device tracks: one trace process per core, one track per engine or DMA queue, as
 // hardware profiles show them. The profiler's `capture_cores` decides which cores are taken
 // and `max_events_per_core` bounds each core's records per session.
 #pragma once
@@ -38,15 +39,16 @@ inline bool device_core_captured(std::uint32_t core) {
   return detail::registry::instance().captures_device_core(static_cast<int>(core));
 }
 
-/// Appends `records` (timestamps in `strata::clock` ticks, sites of the device layer) to
-/// `track`. Returns how many were taken: none without a session capturing the device layer,
+/// Appends `records` (begin and end in steady_clock nanoseconds, see `clock::steady_ns()`;
+/// sites of the device layer) to `track`. Returns how many were taken: none without a session capturing the device layer,
 /// and no more than the session's `max_events_per_core` for the core; the rest is counted as
 /// lost and reported like a full buffer's. Cold path: takes the registry's lock once.
 ///
 /// **Example**
 /// ```cpp
 /// const strata::site* mm = strata::intern(strata::layer::device, "matmul");
-/// strata::record r{begin_ticks, end_ticks, mm, correlation_id};
+/// const std::int64_t launch = strata::clock::steady_ns();
+/// strata::record r{std::uint64_t(launch + 100), std::uint64_t(launch + 350), mm, correlation_id};
 /// strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 0,
 ///                                 .track_name = "Tensor"}, {&r, 1});
 /// ```

@@ -21,6 +21,9 @@ struct thread_track {
   std::uint64_t tid = 0;
   std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
   std::string process_name;     ///< a device track's process name
+  /// Device tracks: begin and end are steady_clock nanoseconds (`clock::steady_ns()`), so a
+  /// simulated duration stays exact; other tracks hold ticks. Use `trace_data::ns_of`.
+  bool timestamps_in_ns = false;
   std::uint32_t sort_index = 0;
   std::string name;
   bool exited = false;          ///< the thread had exited when the session stopped
@@ -39,6 +42,11 @@ struct trace_data {
   overflow_policy overflow = overflow_policy::drop_newest;
   std::uint64_t start_ticks = 0;
   std::uint64_t stop_ticks = 0;
+
+  /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
+  std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {
+    return track.timestamps_in_ns ? static_cast<std::int64_t>(t) : clock.to_ns(t);
+  }
 
   std::uint64_t recorded() const noexcept {
     std::uint64_t n = 0;
@@ -74,14 +82,17 @@ inline void collect_session(trace_data& out) {
     t.exited = info.exited;
     t.pid = info.pid;
     t.process_name = info.process_name;
+    t.timestamps_in_ns = info.timestamps_in_ns;
     t.records = std::move(b.drained);
     b.drained.clear();
     // A scope opened in an earlier session and closed in this one landed in this session's
     // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
     // recorded), so it is left out rather than shown starting before this session did.
-    std::erase_if(t.records, [&](const record& r) {
-      return r.kind() == record_kind::scope && r.begin < out.start_ticks;
-    });
+    // Device tracks only take records while a session runs, so they need no such check.
+    if (!t.timestamps_in_ns)
+      std::erase_if(t.records, [&](const record& r) {
+        return r.kind() == record_kind::scope && r.begin < out.start_ticks;
+      });
     t.lost = b.lost;
     std::stable_sort(t.records.begin(), t.records.end(), record_order);
     out.threads.push_back(std::move(t));

@@ -76,6 +76,7 @@ struct thread_info {
   bool exited = false;           // guarded by the registry's mutex
   std::uint64_t pid = 0;         // 0: an OS thread of this process; else a device's process
   std::string process_name;      // a device track's process name
+  bool timestamps_in_ns = false; // device tracks: steady_clock ns, not ticks
 };
 
 /// What a session records, as the registry applies it.
@@ -191,7 +192,7 @@ class registry {
            settings_.cores.contains(core);
   }
 
-  /// Appends records made elsewhere (with their own timestamps) to a track that is not an OS
+  /// Appends records made elsewhere (timestamps in steady_clock ns) to a track that is not an OS
   /// thread: track `tid` of the device process `pid`, named on first use. Takes them only
   /// while a session captures the device layer, and at most the session's
   /// `max_events_per_core` per pid; the rest is counted as lost on the track. Returns how many
@@ -209,6 +210,7 @@ class registry {
       info->name = std::string(track_name);
       info->pid = pid;
       info->process_name = std::string(process_name);
+      info->timestamps_in_ns = true;
       // The ring stays unused (records go straight to the drained list): keep it minimal.
       auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow);
       track = buffer.get();

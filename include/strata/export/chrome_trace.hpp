@@ -170,12 +170,12 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       const std::string& head = prefix_of(r.where);
       out.append(head.data(), head.data() + head.size());
       fmt::format_to(it, ",\"pid\":{},\"tid\":{},\"ts\":", pid_of(t), t.tid);
-      const std::int64_t begin_ns = data.clock.to_ns(r.begin);
+      const std::int64_t begin_ns = data.ns_of(t, r.begin);
       detail::append_us(out, begin_ns);
       switch (r.kind()) {
         case record_kind::scope:
           out.append(std::string_view(",\"dur\":"));
-          detail::append_us(out, data.clock.to_ns(r.end) - begin_ns);
+          detail::append_us(out, data.ns_of(t, r.end) - begin_ns);
           break;
         case record_kind::instant:
           out.append(std::string_view(",\"s\":\"t\""));
@@ -219,7 +219,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     fmt::format_to(it, "{{\"ph\":\"{}\",\"id\":{},\"cat\":\"strata.flow\",\"name\":\"correlation\",{}"
                    "\"pid\":{},\"tid\":{},\"ts\":", f.phase, f.id, f.phase == 'f' ? "\"bp\":\"e\"," : "",
                    pid_of(t), t.tid);
-    detail::append_us(out, data.clock.to_ns(t.records[f.record].begin));
+    detail::append_us(out, data.ns_of(t, t.records[f.record].begin));
     fmt::format_to(it, ",\"args\":{{\"correlation_id\":{}}}}}", f.correlation_id);
   }
   out.append(std::string_view("\n]}\n"));
