@@ -42,13 +42,17 @@ class memory_pool {
                               instruction, memory_name_, format_bytes(live_ + bytes),
                               format_bytes(capacity_), format_bytes(live_)));
     live_ += bytes;
-    std::erase_if(pending_, [&](const pending& p) { return p.release_ps <= horizon; });
-    std::uint64_t still_held = 0;
-    for (const auto& p : pending_) still_held += p.bytes;
+    if (live_ + pending_bytes_ <= capacity_) return 0;  // fits beside everything still in use
+    std::erase_if(pending_, [&](const pending& p) {
+      if (p.release_ps > horizon) return false;
+      pending_bytes_ -= p.bytes;
+      return true;
+    });
     std::int64_t ready = 0;
-    if (live_ + still_held > capacity_) {
+    if (live_ + pending_bytes_ > capacity_) {
       std::sort(pending_.begin(), pending_.end(),
                 [](const pending& a, const pending& b) { return a.release_ps < b.release_ps; });
+      std::uint64_t still_held = pending_bytes_;
       for (const auto& p : pending_) {
         still_held -= p.bytes;
         ready = p.release_ps;
@@ -68,6 +72,7 @@ class memory_pool {
     live_ -= bytes;
     if (!open_) return;
     pending_.push_back({bytes, release_ps});
+    pending_bytes_ += bytes;
     if (was_used) events_.push_back({release_ps, -static_cast<std::int64_t>(bytes)});
   }
 
@@ -113,6 +118,7 @@ class memory_pool {
   std::uint32_t partitions_;
   std::uint64_t live_ = 0;
   std::vector<pending> pending_ = {};
+  std::uint64_t pending_bytes_ = 0;  ///< sum over pending_
   std::vector<event> events_ = {};
   bool open_ = true;
 };
