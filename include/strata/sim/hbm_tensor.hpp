@@ -1,0 +1,99 @@
+// strata/sim/hbm_tensor.hpp: a tensor in the simulated device memory (HBM): a host-visible
+// [rows, cols] float array that kernels load tiles from and store tiles to.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "strata/sim/dtype.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace sim {
+
+/// A row and column of a 2-D tensor.
+struct index2 {
+  std::size_t row = 0;
+  std::size_t col = 0;
+};
+
+/// The extent of a 2-D tensor or region.
+struct shape2 {
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  friend constexpr bool operator==(shape2, shape2) noexcept = default;
+};
+
+namespace detail {
+
+/// HBM bytes in use on one core, shared with the tensors that count against it.
+struct hbm_account {
+  std::uint64_t used = 0;
+};
+
+/// One DMA access to an HBM region during a run, for ordering loads and stores that overlap.
+struct hbm_access {
+  index2 at;
+  shape2 size;
+  bool write;
+  std::uint32_t instruction;
+  std::int64_t end_ps;
+};
+
+struct hbm_storage {
+  std::string name;
+  shape2 shape;
+  dtype type = dtype::fp32;
+  std::vector<float> values;  ///< row-major
+  std::shared_ptr<hbm_account> account;
+  std::uint64_t run = 0;  ///< the run the access log belongs to
+  std::vector<hbm_access> accesses = {};
+
+  hbm_storage(std::string n, shape2 s, dtype t, std::vector<float> v,
+              std::shared_ptr<hbm_account> a)
+      : name(std::move(n)), shape(s), type(t), values(std::move(v)), account(std::move(a)) {
+    account->used += bytes();
+  }
+  hbm_storage(const hbm_storage&) = delete;
+  hbm_storage& operator=(const hbm_storage&) = delete;
+  ~hbm_storage() { account->used -= bytes(); }
+
+  std::uint64_t bytes() const noexcept { return shape.rows * shape.cols * size_of(type); }
+};
+
+}  // namespace detail
+
+/// A handle to an HBM tensor; copies refer to the same tensor. Made by neuron_core::upload and
+/// neuron_core::alloc_hbm; its bytes count as HBM used until the last handle goes.
+class hbm_tensor {
+ public:
+  hbm_tensor() = default;
+
+  bool valid() const noexcept { return s_ != nullptr; }
+  const std::string& name() const noexcept { return s_->name; }
+  shape2 shape() const noexcept { return s_->shape; }
+  std::size_t rows() const noexcept { return s_->shape.rows; }
+  std::size_t cols() const noexcept { return s_->shape.cols; }
+  dtype type() const noexcept { return s_->type; }
+  std::uint64_t bytes() const noexcept { return s_->bytes(); }
+
+  float at(std::size_t r, std::size_t c) const noexcept { return s_->values[r * s_->shape.cols + c]; }
+  /// Row-major [rows][cols].
+  std::span<const float> values() const noexcept { return s_->values; }
+  std::vector<float> to_vector() const { return s_->values; }
+
+ private:
+  friend class kernel;
+  friend class neuron_core;
+  explicit hbm_tensor(std::shared_ptr<detail::hbm_storage> s) noexcept : s_(std::move(s)) {}
+
+  std::shared_ptr<detail::hbm_storage> s_ = {};
+};
+
+}  // namespace sim
+}  // namespace v1
+}  // namespace strata
