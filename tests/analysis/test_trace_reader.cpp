@@ -190,6 +190,7 @@ TEST_CASE("trace reader: B/E pairs, the array form, and a plain Chrome trace") {
   CHECK(t.events[1].name == "outer");
   CHECK(t.events[1].end_ns == 10000);
   CHECK(t.skipped == 2);  // the unmatched E and B
+  CHECK(t.tracks == 1);   // the unmatched E's (1, 2) holds no event
   const auto avg = strata::key_averages(t);
   CHECK(row(avg, "outer")->self_cpu_ns == 7000);
 }

@@ -6,6 +6,7 @@
 // strata/strata.hpp does not include it. The whole document is held in memory while it is read.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -286,8 +287,10 @@ inline saved_trace read_trace_tree(const json_tree& root, const std::string& sou
     ev.end_ns = *ts + *dur;
     out.events.push_back(std::move(ev));
   }
+  std::vector<bool> used(track_of.size(), false);
   for (const auto& [track, stack] : open) out.skipped += stack.size();  // B without E
-  out.tracks = track_of.size();
+  for (const op_event& ev : out.events) used[ev.track] = true;
+  out.tracks = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
   return out;
 }
 
