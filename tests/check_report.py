@@ -300,7 +300,11 @@ def part_usage(report, tmp):
     no_events = os.path.join(tmp, "no_events.json")
     with open(no_events, "w") as f:
         f.write('{"otherData": {}}')
+    deep = os.path.join(tmp, "deep.json")
+    with open(deep, "w") as f:
+        f.write('{"traceEvents":' + "[" * 100000 + "]" * 100000 + "}")
     for path, says in [(os.path.join(tmp, "missing.json"), "no such file"),
+                       (deep, "nest more than 256 levels deep"),
                        (bad, "is not valid JSON: line 2"),
                        (no_events, "has no traceEvents array"),
                        (tmp, "it is a directory")]:

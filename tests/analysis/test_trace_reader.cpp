@@ -284,6 +284,15 @@ TEST_CASE("trace reader: errors name the file and what is wrong") {
     CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":-1}]})").find("dur") !=
           std::string::npos);
   }
+  SUBCASE("nesting deep enough to exhaust the parser's stack") {
+    const std::string deep = "{\"traceEvents\":\n" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    CHECK(message(deep) == "strata: trace " + file +
+                               " is not a trace: values nest more than 256 levels deep (line 2)");
+    // 256 levels are fine, brackets inside strings do not count.
+    const std::string ok = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"[[[{{\\\"\",\"ts\":0,\"dur\":1,"
+                           "\"args\":{\"Input Dims\":" + std::string(252, '[') + std::string(252, ']') + "}}]}";
+    CHECK(read_text(dir, ok).events.at(0).name == "[[[{{\"");
+  }
   SUBCASE("an empty traceEvents array is an empty trace") {
     const auto t = read_text(dir, R"({"traceEvents":[]})");
     CHECK(t.events.empty());

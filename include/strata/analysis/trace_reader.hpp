@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -146,6 +148,29 @@ inline void append_dims(std::string& out, const json_tree& t) {
     append_dims(out, kv.second);
   }
   out += ']';
+}
+
+inline constexpr std::size_t max_json_depth = 256;
+
+/// The line where arrays and objects first nest deeper than max_json_depth, or 0.
+inline std::size_t line_nested_too_deep(std::string_view text) noexcept {
+  std::size_t depth = 0, line = 1;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth) return line;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return 0;
 }
 
 /// How one trace event's category maps to an op, per format.
@@ -299,9 +324,17 @@ inline saved_trace read_trace_tree(const json_tree& root, const std::string& sou
 /// Reads a Chrome trace JSON document from `in`; `source` names it in error messages.
 /// Raises `strata::error` when it is not valid JSON or holds no traceEvents array.
 inline saved_trace read_trace(std::istream& in, const std::string& source = "<stream>") {
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // PropertyTree parses (and frees) nested values recursively, so a hostile document of a
+  // million '[' would overflow the stack; a trace nests a few levels deep.
+  if (const std::size_t line = detail::line_nested_too_deep(text); line != 0)
+    throw error("trace " + source + " is not a trace: values nest more than " +
+                std::to_string(detail::max_json_depth) + " levels deep (line " +
+                std::to_string(line) + ")");
+  std::istringstream parsed(std::move(text));
   detail::json_tree root;
   try {
-    boost::property_tree::read_json(in, root);
+    boost::property_tree::read_json(parsed, root);
   } catch (const boost::property_tree::json_parser_error& e) {
     throw error("trace " + source + " is not valid JSON: line " + std::to_string(e.line()) + ": " +
                 e.message());
