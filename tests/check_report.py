@@ -322,16 +322,23 @@ def part_written(report, tmp, writer):
     trace = os.path.join(tmp, "trace.json")
     r = run(report, trace)
     names = {row["Name"] for row in table_rows(r.stdout)[1]}
-    want = {"main: run", "step", "submit", "execute", "kernel", "throwing outer", "throwing inner"}
+    want = {"main: run", "step", "submit", "execute", "kernel", "throwing outer", "throwing inner",
+            "aten::mm", "matmul", "activation(exp)"}
     expect("scope names in the table", names, want)
     if "Records lost: 44 (drop_newest)" not in r.stdout:
         fail(f"the writer's 44 lost records are not reported:\n{r.stdout}")
     rows = list(csv.DictReader(io.StringIO(run(report, trace, "--format", "csv").stdout)))
     calls = {row["Name"]: int(row["# of Calls"]) for row in rows}
-    expect("calls", calls, {"main: run": 1, "step": 30, "submit": 30, "execute": 30, "kernel": 30,
-                            "throwing outer": 1, "throwing inner": 1})
+    expect("calls", calls, {"main: run": 1, "step": 30, "submit": 31, "execute": 30, "kernel": 30,
+                            "throwing outer": 1, "throwing inner": 1, "aten::mm": 1, "matmul": 3,
+                            "activation(exp)": 2})
     device = {row["Name"] for row in rows if row["Is Device"] == "1"}
-    expect("device rows", device, {"execute"})
+    expect("device rows", device, {"execute", "matmul", "activation(exp)"})
+    # The writer's device records of correlation id 7 (matmul 100 + 150 ns, activation 30 ns)
+    # belong to the submit inside aten::mm; aten::mm sees them in its device total.
+    by_name = {row["Name"]: row for row in rows}
+    expect("aten::mm NEURON total (ns)", float(by_name["aten::mm"]["NEURON total"]), 280.0)
+    expect("aten::mm Self NEURON (ns)", float(by_name["aten::mm"]["Self NEURON"]), 0.0)
 
 
 def main():

@@ -38,6 +38,8 @@ const std::string strata_doc = R"j({"displayTimeUnit":"ns",
 {"ph":"X","cat":"framework","name":"aten::mm","pid":7,"tid":11,"ts":393930975.398,"dur":12.345,"args":{"correlation_id":42,"Input Dims":[[4, 8], [8, 16], []]}},
 {"ph":"X","cat":"runtime","name":"submit","pid":7,"tid":11,"ts":393930976.000,"dur":0.001,"args":{"correlation_id":42}},
 {"ph":"X","cat":"device","name":"matmul kernel","pid":7,"tid":12,"ts":393930977.000,"dur":5.000,"args":{"correlation_id":42}},
+{"ph":"X","cat":"device.phase","name":"tile loop","pid":7,"tid":12,"ts":393930977.000,"dur":4.000,"args":{"correlation_id":42}},
+{"ph":"X","cat":"device.engine","name":"matmul","pid":7,"tid":13,"ts":393930977.000,"dur":3.000,"args":{"cycles":2048,"correlation_id":42}},
 {"ph":"X","cat":"user","name":"step","pid":8,"tid":11,"ts":0.000,"dur":1.000},
 {"ph":"i","cat":"user","name":"tick","pid":7,"tid":11,"ts":393930977.500,"s":"t"},
 {"ph":"C","cat":"device","name":"depth","pid":7,"tid":11,"ts":3.000,"args":{"value":null}},
@@ -74,7 +76,9 @@ TEST_CASE("trace reader: a strata trace") {
   CHECK(t.format == "strata");
   CHECK(t.device_name == "NEURON");
   CHECK(t.records_lost == 0);
-  CHECK(t.skipped == 5);  // 2 metadata, instant, counter, the writer's lost-records instant
+  // 2 metadata, instant, counter, the writer's lost-records instant, and the two parts of the
+  // device execution (a phase, an engine instruction), whose time the execution carries.
+  CHECK(t.skipped == 7);
   REQUIRE(t.events.size() == 4);
 
   const auto& mm = t.events[0];

@@ -184,8 +184,8 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   return out;
 }
 
-/// key_averages() of a stopped session: its scope records (instants and counters are left
-/// out), ticks turned into nanoseconds, one track per thread, the payload as correlation id,
+/// key_averages() of a stopped session: its scope records (instants, counters and parts of a
+/// device execution, i.e. records whose site has a category of its own, are left out), ticks turned into nanoseconds, one track per thread, the payload as correlation id,
 /// the input shapes of scopes that recorded their arguments.
 ///
 /// **Example**
@@ -198,7 +198,9 @@ inline averages key_averages(const trace_data& data, const key_averages_options&
   events.reserve(static_cast<std::size_t>(data.recorded()));
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     for (const record& r : data.threads[t].records) {
-      if (r.kind() != record_kind::scope) continue;
+      // Parts of a device execution (engine instructions, kernel phases) would count its
+      // time again: the execution's own record carries it.
+      if (r.kind() != record_kind::scope || r.where->category != nullptr) continue;
       op_event e;
       e.name = r.where->name;
       e.where = r.layer_of();

@@ -185,6 +185,9 @@ inline category_rule strata_category(std::string_view cat) {
     if (cat == layer_name(static_cast<layer>(l)))
       return {true, static_cast<layer>(l), "correlation_id"};
   if (cat == "strata") return {};  // the writer's own "records lost" instants
+  // Parts of a device execution (device.engine, device.phase): the execution's own event
+  // carries their time.
+  if (cat.starts_with("device.")) return {};
   return {true, layer::user, "correlation_id"};
 }
 

@@ -30,12 +30,13 @@ class intern_table {
     return get(site{nullptr, "", 0, l, k}, name, {}, {});
   }
 
-  /// The descriptor of `like` (its layer, kind and source location) under `name`, carrying
-  /// `input_shapes` and `args_json` (empty: none).
+  /// The descriptor of `like` (its layer, kind, category and source location) under `name`,
+  /// carrying `input_shapes` and `args_json` (empty: none).
   const site* get(const site& like, std::string_view name, std::string_view input_shapes,
                   std::string_view args_json) {
     std::lock_guard lock(mutex_);
-    const key_view key{like.where, like.kind, name, input_shapes, args_json};
+    const std::string_view category = like.category != nullptr ? like.category : "";
+    const key_view key{like.where, like.kind, name, input_shapes, args_json, category};
     auto it = sites_.find(key);
     if (it != sites_.end()) return it->second;
     const char* stored_name = store(name);
@@ -43,9 +44,9 @@ class intern_table {
     const char* stored_args = args_json.empty() ? nullptr : store(args_json);
     const site& s = storage_.emplace_back(site{stored_name, like.file != nullptr ? like.file : "",
                                                like.line, like.where, like.kind, stored_shapes,
-                                               stored_args});
+                                               stored_args, like.category});
     sites_.emplace(key_view{like.where, like.kind, stored_name, input_shapes.empty() ? "" : stored_shapes,
-                            args_json.empty() ? "" : stored_args},
+                            args_json.empty() ? "" : stored_args, category},
                    &s);
     return &s;
   }
@@ -62,6 +63,7 @@ class intern_table {
     std::string_view name;
     std::string_view input_shapes;
     std::string_view args_json;
+    std::string_view category;  // points to the caller's static storage
     bool operator==(const key_view&) const = default;
   };
   struct key_hash {
@@ -70,6 +72,7 @@ class intern_table {
       std::size_t x = h(v.name);
       x = x * 31 + h(v.input_shapes);
       x = x * 31 + h(v.args_json);
+      x = x * 31 + h(v.category);
       return x ^ (static_cast<std::size_t>(v.l) << 3 | static_cast<std::size_t>(v.k));
     }
   };

@@ -158,8 +158,11 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     if (found != prefix.end()) return found->second;
     fmt::memory_buffer p;
     static constexpr std::string_view phase[] = {"X", "i", "C"};
-    fmt::format_to(std::back_inserter(p), "{{\"ph\":\"{}\",\"cat\":\"{}\",\"name\":",
-                   phase[static_cast<int>(s->kind)], layer_name(s->where));
+    fmt::format_to(std::back_inserter(p), "{{\"ph\":\"{}\",\"cat\":",
+                   phase[static_cast<int>(s->kind)]);
+    detail::append_json_string(p, s->category != nullptr ? std::string_view(s->category)
+                                                         : layer_name(s->where));
+    p.append(std::string_view(",\"name\":"));
     detail::append_json_string(p, s->name != nullptr ? std::string_view(s->name) : std::string_view());
     return prefix.emplace(s, fmt::to_string(p)).first->second;
   };

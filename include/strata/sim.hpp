@@ -1,0 +1,20 @@
+// strata/sim.hpp: the simulated NeuronCore (see docs/simulator.md).
+//
+//  neuron_core.run(name, body(kernel&)) ─▶ execution (timeline, simulated ps)
+//        │ kernel: load/store (DMA queues), matmul/transpose (Tensor), activation (Scalar),
+//        │         tensor_tensor/tensor_scalar/reduce (Vector), memset/iota (GpSimd)
+//        ▼
+//  record_execution(ex, {core, start_ns, correlation_id}) ─▶ device tracks of the session
+#pragma once
+
+#include "strata/sim/core_params.hpp"
+#include "strata/sim/cost_model.hpp"
+#include "strata/sim/dtype.hpp"
+#include "strata/sim/engine.hpp"
+#include "strata/sim/execution.hpp"
+#include "strata/sim/hbm_tensor.hpp"
+#include "strata/sim/kernel.hpp"
+#include "strata/sim/neuron_core.hpp"
+#include "strata/sim/ops.hpp"
+#include "strata/sim/record_execution.hpp"
+#include "strata/sim/tile.hpp"

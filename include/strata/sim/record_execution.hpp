@@ -1,0 +1,152 @@
+// strata/sim/record_execution.hpp: a kernel's execution timeline as device records, the way a
+// hardware profile shows it.
+//
+// One trace process per NeuronCore. Its first track, "Kernel", holds the execution itself
+// (one record named after the kernel, carrying the launch's correlation id: the device time
+// key_averages attributes to the op) with the kernel's phases nested in it; then one track per
+// engine and DMA queue holds the instructions. Instructions and phases are parts of the
+// execution (categories `device.engine` and `device.phase`): drawn, but not counted again by
+// key_averages. SBUF, PSUM and HBM usage and DMA bandwidth become counters of the process.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "strata/core/device_track.hpp"
+#include "strata/core/intern.hpp"
+#include "strata/core/layer.hpp"
+#include "strata/core/record.hpp"
+#include "strata/core/site.hpp"
+#include "strata/sim/core_params.hpp"
+#include "strata/sim/engine.hpp"
+#include "strata/sim/execution.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace sim {
+
+/// Where and when an execution ran, as the runtime that launched it knows.
+struct device_launch {
+  std::uint32_t core = 0;            ///< the NeuronCore's index: its trace process, capture_cores
+  std::int64_t start_ns = 0;         ///< steady_clock ns (`clock::steady_ns()`) of the kernel's start
+  std::uint64_t correlation_id = 0;  ///< of the op or submission that caused it; 0: none
+};
+
+/// What `record_execution` handed over.
+struct recorded_execution {
+  std::size_t records = 0;  ///< records made from the timeline
+  std::size_t taken = 0;    ///< records the session kept (see `append_device_records`)
+};
+
+/// The trace track of the kernel itself and its phases; engines follow as 1 + track_index().
+inline constexpr std::uint32_t kernel_track = 0;
+
+namespace detail {
+
+inline constexpr const char* engine_category = "device.engine";
+inline constexpr const char* phase_category = "device.phase";
+
+/// Simulated picoseconds from the kernel's start as steady_clock ns, rounded to nearest, so a
+/// timeline always maps to the same durations.
+constexpr std::uint64_t at_ns(std::int64_t start_ns, std::int64_t ps) noexcept {
+  return static_cast<std::uint64_t>(start_ns + (ps >= 0 ? (ps + 500) / 1000 : -((-ps + 500) / 1000)));
+}
+
+/// The descriptor of one instruction: its name in the `device.engine` category, with its
+/// cycles (compute engines) or bytes (DMA) as the trace event's args. Interned once per
+/// distinct (name, cost), and cached per thread by the name's static address.
+inline const site* instruction_site(const executed_instruction& in) {
+  using key = std::tuple<const char*, std::size_t, std::uint64_t, std::uint64_t>;
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept {
+      return std::hash<const void*>{}(std::get<0>(k)) ^ (std::get<2>(k) * 31 + std::get<3>(k)) * 1099511628211ull;
+    }
+  };
+  thread_local std::unordered_map<key, const site*, key_hash> cache;
+  const key k{in.name.data(), in.name.size(), in.bytes, in.cycles};
+  if (auto it = cache.find(k); it != cache.end()) return it->second;
+  const std::string args = in.bytes != 0 ? fmt::format("\"bytes\":{}", in.bytes)
+                                         : fmt::format("\"cycles\":{}", in.cycles);
+  const site like{nullptr, "", 0, layer::device, record_kind::scope, nullptr, nullptr, engine_category};
+  const site* s = ::strata::detail::intern_table::instance().get(like, in.name, {}, args);
+  cache.emplace(k, s);
+  return s;
+}
+
+inline const site* device_site(std::string_view name, record_kind kind, const char* category = nullptr) {
+  const site like{nullptr, "", 0, layer::device, kind, nullptr, nullptr, category};
+  return ::strata::detail::intern_table::instance().get(like, name, {}, {});
+}
+
+}  // namespace detail
+
+/// The trace process name of core `core`: "NeuronCore 0 (trn1)".
+inline std::string core_process_name(std::uint32_t core, core_generation g) {
+  return fmt::format("NeuronCore {} ({})", core, to_string(g));
+}
+
+/// Appends `ex` to the device tracks of `at.core`, anchored at `at.start_ns`, when a session
+/// captures the device layer and that core (nothing is built otherwise). Every record carries
+/// `at.correlation_id`.
+///
+/// **Example**
+/// ```cpp
+/// const std::int64_t launch = strata::clock::steady_ns();
+/// sim::execution ex = core.run("relu", body);
+/// sim::record_execution(ex, {.core = 0, .start_ns = launch, .correlation_id = 42});
+/// ```
+inline recorded_execution record_execution(const execution& ex, const device_launch& at) {
+  recorded_execution out;
+  if (!device_core_captured(at.core)) return out;
+  const std::string process = core_process_name(at.core, ex.generation);
+  const std::uint64_t c = at.correlation_id;
+  const auto append = [&](std::uint32_t track, std::string_view track_name,
+                          const std::vector<record>& records) {
+    out.records += records.size();
+    out.taken += append_device_records(
+        {.core = at.core, .core_name = process, .track = track, .track_name = track_name}, records);
+  };
+
+  // The kernel's own track: the execution, its phases inside it, and the counters.
+  std::vector<record> kernel;
+  kernel.reserve(1 + ex.phases.size() + ex.counters.size());
+  kernel.push_back({detail::at_ns(at.start_ns, 0), detail::at_ns(at.start_ns, ex.duration_ps),
+                    detail::device_site(ex.kernel_name, record_kind::scope), c});
+  for (const phase_span& p : ex.phases)
+    kernel.push_back({detail::at_ns(at.start_ns, p.start_ps), detail::at_ns(at.start_ns, p.end_ps),
+                      detail::device_site(p.name, record_kind::scope, detail::phase_category), c});
+  for (const counter_sample& s : ex.counters)
+    kernel.push_back({detail::at_ns(at.start_ns, s.t_ps), std::bit_cast<std::uint64_t>(s.value),
+                      detail::device_site(s.name, record_kind::counter), 0});
+  append(kernel_track, "Kernel", kernel);
+
+  // One track per engine and DMA queue, in the engines' fixed order.
+  std::vector<std::vector<record>> per_engine;
+  std::vector<engine_id> engines;
+  for (const executed_instruction& in : ex.instructions) {
+    const std::uint32_t index = in.engine.track_index();
+    if (index >= per_engine.size()) {
+      per_engine.resize(index + 1);
+      engines.resize(index + 1);
+    }
+    engines[index] = in.engine;
+    per_engine[index].push_back({detail::at_ns(at.start_ns, in.start_ps),
+                                 detail::at_ns(at.start_ns, in.end_ps), detail::instruction_site(in), c});
+  }
+  for (std::size_t i = 0; i < per_engine.size(); ++i)
+    if (!per_engine[i].empty())
+      append(kernel_track + 1 + static_cast<std::uint32_t>(i), engines[i].track_name(), per_engine[i]);
+  return out;
+}
+
+}  // namespace sim
+}  // namespace v1
+}  // namespace strata
