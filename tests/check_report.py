@@ -143,7 +143,7 @@ def part_table(report, tmp):
     if "Records lost: 5 (drop_newest); the times above undercount" not in r.stdout:
         fail(f"records lost line missing:\n{r.stdout}")
 
-    # Device time: a submit that carries the kernel's correlation id owns its time.
+    # Device time: without an op of the id, the runtime submit that carries it owns its time.
     dev = os.path.join(tmp, "dev.json")
     write_trace(dev, [x("op", 0.0, 10.0), x("submit", 1.0, 1.0, cat="runtime", corr=3),
                       x("kernel", 2.0, 4.0, tid=9, cat="device", corr=3)])
@@ -335,10 +335,11 @@ def part_written(report, tmp, writer):
     device = {row["Name"] for row in rows if row["Is Device"] == "1"}
     expect("device rows", device, {"execute", "matmul", "activation(exp)"})
     # The writer's device records of correlation id 7 (matmul 100 + 150 ns, activation 30 ns)
-    # belong to the submit inside aten::mm; aten::mm sees them in its device total.
+    # belong to aten::mm, not to the runtime submit inside it.
     by_name = {row["Name"]: row for row in rows}
     expect("aten::mm NEURON total (ns)", float(by_name["aten::mm"]["NEURON total"]), 280.0)
-    expect("aten::mm Self NEURON (ns)", float(by_name["aten::mm"]["Self NEURON"]), 0.0)
+    expect("aten::mm Self NEURON (ns)", float(by_name["aten::mm"]["Self NEURON"]), 280.0)
+    expect("submit Self NEURON (ns)", float(by_name["submit"]["Self NEURON"]), 0.0)
 
 
 def main():

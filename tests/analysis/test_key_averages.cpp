@@ -161,11 +161,11 @@ TEST_CASE("key_averages: device time reaches host ops through correlation ids") 
   SUBCASE("attributed") {
     const auto a = averages_of(ev);
     CHECK(names(a) == std::vector<std::string>{"step", "aten::mm", "submit", "kernel", "orphan", "plain"});
-    const auto& submit = row(a, "submit");
-    CHECK(submit.self_device_ns == 70);
-    CHECK(submit.device_total_ns == 70);
+    const auto& submit = row(a, "submit");  // a runtime call: the op that launched it owns
+    CHECK(submit.self_device_ns == 0);
+    CHECK(submit.device_total_ns == 0);
     const auto& mm = row(a, "aten::mm");
-    CHECK(mm.self_device_ns == 0);
+    CHECK(mm.self_device_ns == 70);
     CHECK(mm.device_total_ns == 70);
     CHECK(mm.self_cpu_ns == 80);
     const auto& step = row(a, "step");
@@ -206,15 +206,27 @@ TEST_CASE("key_averages: the owner of a correlation id") {
     CHECK(row(a, "first").self_device_ns == 4);
     CHECK(row(a, "other").device_total_ns == 0);
   }
-  SUBCASE("the deepest event within the earliest one owns it") {
+  SUBCASE("the deepest op within the earliest one owns it, not a runtime call below it") {
     const auto a = averages_of({host("op", 0, 100, 1, 5), host("mid", 10, 90),
+                                host("inner op", 15, 80, 1, 5),
                                 at(layer::runtime, "launch", 20, 30, 1, 5),
                                 at(layer::device, "k", 40, 46, 9, 5)});
-    CHECK(row(a, "launch").self_device_ns == 6);
+    CHECK(row(a, "inner op").self_device_ns == 6);
+    CHECK(row(a, "inner op").device_total_ns == 6);
+    CHECK(row(a, "launch").self_device_ns == 0);
     CHECK(row(a, "mid").device_total_ns == 6);
     CHECK(row(a, "mid").self_device_ns == 0);
     CHECK(row(a, "op").device_total_ns == 6);
     CHECK(row(a, "op").self_device_ns == 0);
+  }
+  SUBCASE("without an op of the id, the deepest runtime call owns it") {
+    const auto a = averages_of({host("step", 0, 100), at(layer::runtime, "execute", 10, 90, 1, 5),
+                                at(layer::runtime, "launch", 20, 30, 1, 5),
+                                at(layer::device, "k", 40, 46, 9, 5)});
+    CHECK(row(a, "launch").self_device_ns == 6);
+    CHECK(row(a, "execute").self_device_ns == 0);
+    CHECK(row(a, "execute").device_total_ns == 6);
+    CHECK(row(a, "step").device_total_ns == 6);
   }
   SUBCASE("a merged recursive op keeps its inner op's device time") {
     const auto a = averages_of({host("foo", 0, 100), host("foo", 10, 90, 1, 3),
@@ -312,8 +324,8 @@ TEST_CASE("key_averages: a session's records, ticks as nanoseconds on the steady
   CHECK(mm.cpu_total_ns == 1300);
   CHECK(mm.self_cpu_ns == 1200);
   CHECK(mm.device_total_ns == 500);
-  CHECK(mm.self_device_ns == 0);
-  CHECK(row(a, "submit").self_device_ns == 500);
+  CHECK(mm.self_device_ns == 500);
+  CHECK(row(a, "submit").self_device_ns == 0);
   CHECK(row(a, "tensor_matmul", true).self_device_ns == 500);
   CHECK(row(a, "load").self_cpu_ns == 300);
   CHECK(row(a, "load").top_level);  // on its own thread, not inside step

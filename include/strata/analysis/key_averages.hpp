@@ -114,9 +114,18 @@ inline averages key_averages(std::span<const op_event> events, const key_average
       nodes[i].depth = nodes[nodes[i].parent].depth + 1;
 
   // Device attribution: the host events of one correlation id that lie within the earliest of
-  // them on its track; the deepest of those owns the device time (a runtime submit inside
-  // the framework op that caused it), and its ancestors see it in their device total.
+  // them on its track; the deepest framework (or user) op among those owns the device time, as
+  // torch gives a kernel's time to the op that launched it, not to the runtime call in
+  // between. Only when no op carries the id does the deepest runtime call own it. Ancestors
+  // see it in their device total.
   if (opt.correlate_device_time) {
+    const auto is_op = [&](std::size_t i) {
+      return events[i].where == layer::framework || events[i].where == layer::user;
+    };
+    const auto better_owner = [&](std::size_t a, std::size_t b) {
+      if (is_op(a) != is_op(b)) return is_op(a);
+      return nodes[a].depth > nodes[b].depth;
+    };
     std::unordered_map<std::uint64_t, std::size_t> earliest, owner;
     for (std::size_t i : order) {
       const std::uint64_t c = events[i].correlation_id;
@@ -129,7 +138,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
       const std::size_t first = earliest[c];
       bool inside = false;
       for (std::size_t a = s; a != ka_node::npos && !inside; a = nodes[a].parent) inside = a == first;
-      if (inside && nodes[s].depth > nodes[owner[c]].depth) owner[c] = s;
+      if (inside && better_owner(s, owner[c])) owner[c] = s;
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (!is_device(i) || events[i].correlation_id == 0) continue;
