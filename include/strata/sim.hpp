@@ -17,4 +17,5 @@
 #include "strata/sim/neuron_core.hpp"
 #include "strata/sim/ops.hpp"
 #include "strata/sim/record_execution.hpp"
+#include "strata/sim/runtime.hpp"
 #include "strata/sim/tile.hpp"

@@ -20,6 +20,7 @@
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/correlation.hpp"
 #include "strata/core/device_track.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/intern.hpp"

@@ -207,8 +207,9 @@ inline averages key_averages(const trace_data& data, const key_averages_options&
   events.reserve(static_cast<std::size_t>(data.recorded()));
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     for (const record& r : data.threads[t].records) {
-      // Parts of a device execution (engine instructions, kernel phases) would count its
-      // time again: the execution's own record carries it.
+      // Records with a category of their own are not ops: parts of a device execution (engine
+      // instructions, kernel phases; the execution's own record carries their time) or
+      // queue waits.
       if (r.kind() != record_kind::scope || r.where->category != nullptr) continue;
       op_event e;
       e.name = r.where->name;

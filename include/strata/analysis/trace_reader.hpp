@@ -185,9 +185,9 @@ inline category_rule strata_category(std::string_view cat) {
     if (cat == layer_name(static_cast<layer>(l)))
       return {true, static_cast<layer>(l), "correlation_id"};
   if (cat == "strata") return {};  // the writer's own "records lost" instants
-  // Parts of a device execution (device.engine, device.phase): the execution's own event
-  // carries their time.
-  if (cat.starts_with("device.")) return {};
+  // Parts of something else (device.engine, device.phase: of a device execution, whose own
+  // event carries their time; runtime.queue: time in a queue, not an op).
+  if (cat.find('.') != std::string_view::npos) return {};
   return {true, layer::user, "correlation_id"};
 }
 

@@ -31,10 +31,11 @@ struct site {
   /// The arguments as the members of a JSON object (no braces), written into the trace
   /// event's `args`; nullptr: none.
   const char* args_json = nullptr;
-  /// The trace's `cat` when it is not the layer's name (static storage). A device record with
-  /// a category of its own (`device.engine`: one engine's instruction; `device.phase`: a
-  /// kernel phase) is a part of a larger device execution: drawn in the trace, but left out
-  /// of key_averages, whose device time is the execution's own record.
+  /// The trace's `cat` when it is not the layer's name (static storage). A record with a
+  /// category of its own is drawn in the trace but is not an op, so key_averages leaves it
+  /// out: a part of a device execution (`device.engine`: one engine's instruction;
+  /// `device.phase`: a kernel phase), whose time the execution's own record carries, or time
+  /// a submission spent queued (`runtime.queue`).
   const char* category = nullptr;
 };
 

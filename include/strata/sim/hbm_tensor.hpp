@@ -2,6 +2,7 @@
 // [rows, cols] float array that kernels load tiles from and store tiles to.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,9 +31,10 @@ struct shape2 {
 
 namespace detail {
 
-/// HBM bytes in use on one core, shared with the tensors that count against it.
+/// HBM bytes in use on one core, shared with the tensors that count against it. Atomic: a
+/// tensor's last handle may go on any thread while the core runs a kernel.
 struct hbm_account {
-  std::uint64_t used = 0;
+  std::atomic<std::uint64_t> used{0};
 };
 
 /// One DMA access to an HBM region during a run, for ordering loads and stores that overlap.

@@ -55,7 +55,9 @@ class neuron_core {
   const core_params& params() const noexcept { return params_; }
   const cost_params& costs() const noexcept { return costs_; }
   /// Bytes held by live HBM tensors of this core.
-  std::uint64_t hbm_used() const noexcept { return hbm_->used; }
+  std::uint64_t hbm_used() const noexcept { return hbm_->used.load(); }
+  /// Whether `t` lives in this core's HBM.
+  bool owns(const hbm_tensor& t) const noexcept { return t.s_ != nullptr && t.s_->account == hbm_; }
 
   /// A new HBM tensor holding `data` (row-major, rows * cols values).
   hbm_tensor upload(std::string name, std::span<const float> data, shape2 shape,
@@ -75,7 +77,7 @@ class neuron_core {
   /// issued; an error raised by an instruction propagates and no timeline is returned.
   template <class Body>
   execution run(std::string kernel_name, Body&& body) {
-    detail::scheduler sched(params_, std::move(kernel_name), detail::next_run_id(), hbm_->used);
+    detail::scheduler sched(params_, std::move(kernel_name), detail::next_run_id(), hbm_->used.load());
     {
       kernel k(params_, costs_, sched);
       std::forward<Body>(body)(k);
@@ -86,9 +88,10 @@ class neuron_core {
  private:
   hbm_tensor make_hbm(std::string name, shape2 shape, dtype type, std::vector<float> values) {
     const std::uint64_t bytes = shape.rows * shape.cols * size_of(type);
-    if (hbm_->used + bytes > params_.hbm_bytes)
+    const std::uint64_t used = hbm_->used.load();
+    if (used + bytes > params_.hbm_bytes)
       throw error(fmt::format("sim: alloc_hbm: HBM overflow: '{}' needs {} bytes, {} of {} in use",
-                              name, bytes, hbm_->used, params_.hbm_bytes));
+                              name, bytes, used, params_.hbm_bytes));
     return hbm_tensor(std::make_shared<detail::hbm_storage>(std::move(name), shape, type,
                                                             std::move(values), hbm_));
   }
