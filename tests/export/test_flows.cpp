@@ -82,6 +82,27 @@ TEST_CASE("flows: the outermost op starts the path; no host record, no flow") {
   CHECK(points(device_only).empty());
 }
 
+TEST_CASE("flows: a device track is reached from the host record that launched it") {
+  strata::trace_data d = program();
+  // Track 2's work of id 1 now starts at 25: after submit (10), before wait (30) began.
+  d.threads[2].records = {{25, 28, &add, 1}};
+  // A queue wait of id 1 (its own category, on the core's process) is not part of the path.
+  static constexpr strata::site queued{"queue wait", "f.cpp", 8, layer::runtime, record_kind::scope,
+                                       nullptr, nullptr, "runtime.queue"};
+  d.threads.push_back({});
+  d.threads[3].pid = strata::device_pid(0);
+  d.threads[3].tid = 100;
+  d.threads[3].records = {{12, 24, &queued, 1}};
+  const auto got = points(d);
+  const std::vector<point> want_id1 = {
+      {'s', 1, 1, 0, 0}, {'t', 1, 1, 0, 1}, {'f', 1, 1, 0, 2},
+      {'s', 2, 1, 0, 1}, {'f', 2, 1, 2, 0},  // track 2 (starts at 25): from submit
+      {'s', 3, 1, 0, 2}, {'f', 3, 1, 1, 0},  // track 1 (starts at 40): from wait
+  };
+  REQUIRE(got.size() >= want_id1.size());
+  CHECK(std::vector<point>(got.begin(), got.begin() + 7) == want_id1);
+}
+
 TEST_CASE("flows are written after the events, bound to their slices' start") {
   strata_test::temp_dir dir;
   strata::trace_data d = program();

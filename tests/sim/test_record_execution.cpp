@@ -199,3 +199,33 @@ TEST_CASE("record_execution: the trace shows engine parts under their own catego
   CHECK(strata_test::lines_with(text, R"x({"ph":"C","cat":"device","name":"SBUF used (bytes)")x").size() ==
         ex.counter("SBUF used (bytes)").size());
 }
+
+TEST_CASE("record_execution: phases that overlap in time go to lanes that each nest") {
+  sim::neuron_core core{sim::core_generation::trn1};
+  std::vector<float> data(128 * 64, 1.0f);
+  sim::hbm_tensor x = core.upload("x", data, {256, 32});
+  // Two blocks on two DMA queues: the second block's phase starts before the first's ends.
+  const sim::execution ex = core.run("two_blocks", [&](sim::kernel& k) {
+    for (std::size_t b = 0; b < 2; ++b) {
+      auto ph = k.phase("block");
+      static_cast<void>(k.activation(k.load(x, {128 * b, 0}, {128, 32}, static_cast<std::uint16_t>(b)),
+                                     sim::act::exp));
+    }
+  });
+  REQUIRE(ex.phases.size() == 2);
+  REQUIRE(ex.phases[1].start_ps < ex.phases[0].end_ps);
+
+  strata_test::temp_dir dir;
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  sim::record_execution(ex, {.core = 0, .start_ns = strata::clock::steady_ns()});
+  prof.stop();
+  const auto* kernel = track_named(prof.data(), "Kernel");
+  const auto* lane = track_named(prof.data(), "Kernel phases 1");
+  REQUIRE(kernel != nullptr);
+  REQUIRE(lane != nullptr);
+  CHECK(lane->tid == sim::phase_lane_track + 1);
+  CHECK(strata_test::named(*kernel, "block").size() == 1);
+  CHECK(strata_test::named(*lane, "block").size() == 1);
+  for (const auto& t : prof.data().threads) CHECK(strata_test::scopes_nest(t.records));
+}

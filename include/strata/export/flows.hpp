@@ -2,8 +2,10 @@
 //
 // A framework op, the runtime calls it caused and the device work they launched carry one
 // correlation id. The trace draws that path as Chrome flow events (`s`, `t`, `f`), which
-// Perfetto UI shows as arrows: op -> each runtime call in time order, and from the last runtime
-// call (or the op, without one) to the first record of each device track the id reached.
+// Perfetto UI shows as arrows: op -> each runtime call in time order, and to the first record
+// of each device track the id reached from the latest of those host records that began before
+// it (the runtime call that launched it). Records with a category of their own that are not
+// device records (queue waits) are not part of the path.
 #pragma once
 
 #include <algorithm>
@@ -51,6 +53,7 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
     for (std::size_t i = 0; i < records.size(); ++i) {
       const record& r = records[i];
       if (r.payload == 0 || r.kind() != record_kind::scope) continue;
+      if (r.where->category != nullptr && r.layer_of() != layer::device) continue;
       auto [it, fresh] = paths.try_emplace(r.payload);
       if (fresh) order.push_back(r.payload);
       path& p = it->second;
@@ -96,9 +99,14 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
     for (const auto& [thread, first] : p.device_first) device.push_back(first);
     std::stable_sort(device.begin(), device.end(),
                      [&](const at& a, const at& b) { return rec(a).begin < rec(b).begin; });
+    const auto ns = [&](const at& a) { return data.ns_of(threads[a.thread], rec(a).begin); };
     for (const at& d : device) {
+      // The latest host record that began before the device work did launched it.
+      std::size_t from = 0;
+      for (std::size_t k = 1; k < host.size(); ++k)
+        if (ns(host[k]) <= ns(d)) from = k;
       const std::uint64_t id = next_id++;
-      out.push_back({'s', id, c, host.back().thread, host.back().record});
+      out.push_back({'s', id, c, host[from].thread, host[from].record});
       out.push_back({'f', id, c, d.thread, d.record});
     }
   }

@@ -9,6 +9,7 @@
 // key_averages. SBUF, PSUM and HBM usage and DMA bandwidth become counters of the process.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,8 @@ struct recorded_execution {
 
 /// The trace track of the kernel itself and its phases; engines follow as 1 + track_index().
 inline constexpr std::uint32_t kernel_track = 0;
+/// Phases that overlap each other (pipelined tiles) continue on tracks phase_lane_track + 1, +2...
+inline constexpr std::uint32_t phase_lane_track = 50;
 
 namespace detail {
 
@@ -115,18 +118,54 @@ inline recorded_execution record_execution(const execution& ex, const device_lau
         {.core = at.core, .core_name = process, .track = track, .track_name = track_name}, records);
   };
 
-  // The kernel's own track: the execution, its phases inside it, and the counters.
-  std::vector<record> kernel;
-  kernel.reserve(1 + ex.phases.size() + ex.counters.size());
-  kernel.push_back({detail::at_ns(at.start_ns, 0), detail::at_ns(at.start_ns, ex.duration_ps),
-                    detail::device_site(ex.kernel_name, record_kind::scope), c});
-  for (const phase_span& p : ex.phases)
-    kernel.push_back({detail::at_ns(at.start_ns, p.start_ps), detail::at_ns(at.start_ns, p.end_ps),
-                      detail::device_site(p.name, record_kind::scope, detail::phase_category), c});
+  // The kernel's own track: the execution, its phases inside it, and the counters. Phases of
+  // different tiles overlap in time when the engines pipeline them, and one track can only
+  // show nested slices, so a phase that would cross another goes to the next phase lane.
+  std::vector<std::vector<record>> lanes(1);
+  lanes[0].reserve(1 + ex.phases.size() + ex.counters.size());
+  lanes[0].push_back({detail::at_ns(at.start_ns, 0), detail::at_ns(at.start_ns, ex.duration_ps),
+                      detail::device_site(ex.kernel_name, record_kind::scope), c});
+  // Per lane, the slices still open: (end, phase index; -1 for the kernel itself).
+  struct open_slice {
+    std::int64_t end_ps;
+    std::int32_t phase;
+  };
+  std::vector<std::vector<open_slice>> open(1, std::vector<open_slice>{{ex.duration_ps, -1}});
+  std::vector<std::size_t> order(ex.phases.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const phase_span &pa = ex.phases[a], &pb = ex.phases[b];
+    return pa.start_ps != pb.start_ps ? pa.start_ps < pb.start_ps : pa.end_ps > pb.end_ps;
+  });
+  for (std::size_t i : order) {
+    const phase_span& p = ex.phases[i];
+    // A phase goes on top of its parent (the kernel, for an outermost phase); where its parent
+    // is covered by a sibling still running, or it would cross something, on a fresh lane.
+    std::size_t lane = 0;
+    for (; lane < open.size(); ++lane) {
+      auto& stack = open[lane];
+      while (stack.size() > (lane == 0 ? 1u : 0u) && stack.back().end_ps <= p.start_ps) stack.pop_back();
+      const std::int32_t top = stack.empty() ? -1 : stack.back().phase;
+      const bool nests = stack.empty() || stack.back().end_ps >= p.end_ps;
+      if (nests && top == p.parent) break;
+    }
+    if (lane == open.size()) {
+      lane = 0;
+      while (lane < open.size() && !open[lane].empty()) ++lane;
+      if (lane == open.size()) open.emplace_back();
+      if (lane >= lanes.size()) lanes.resize(lane + 1);
+    }
+    open[lane].push_back({p.end_ps, static_cast<std::int32_t>(i)});
+    lanes[lane].push_back({detail::at_ns(at.start_ns, p.start_ps), detail::at_ns(at.start_ns, p.end_ps),
+                           detail::device_site(p.name, record_kind::scope, detail::phase_category), c});
+  }
   for (const counter_sample& s : ex.counters)
-    kernel.push_back({detail::at_ns(at.start_ns, s.t_ps), std::bit_cast<std::uint64_t>(s.value),
-                      detail::device_site(s.name, record_kind::counter), 0});
-  append(kernel_track, "Kernel", kernel);
+    lanes[0].push_back({detail::at_ns(at.start_ns, s.t_ps), std::bit_cast<std::uint64_t>(s.value),
+                        detail::device_site(s.name, record_kind::counter), 0});
+  append(kernel_track, "Kernel", lanes[0]);
+  for (std::size_t lane = 1; lane < lanes.size(); ++lane)
+    append(phase_lane_track + static_cast<std::uint32_t>(lane), fmt::format("Kernel phases {}", lane),
+           lanes[lane]);
 
   // One track per engine and DMA queue, in the engines' fixed order.
   std::vector<std::vector<record>> per_engine;
