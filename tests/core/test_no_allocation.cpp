@@ -1,0 +1,80 @@
+// The hot path allocates nothing after a thread's first record of a session: a global
+// operator new that counts proves it. Its own program, since the replacement is global.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "strata/core/macros.hpp"
+#include "strata/profiler.hpp"
+#include "support.hpp"
+
+namespace {
+std::atomic<std::size_t> allocations{0};
+}  // namespace
+
+// The replacements below pair malloc with free; GCC cannot see that once it inlines them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+const strata::site* dynamic_site() { return strata::intern(strata::layer::user, "interned once"); }
+
+void hot_loop(int n, const strata::site* interned) {
+  for (int i = 0; i < n; ++i) {
+    STRATA_SCOPE("static scope");
+    STRATA_SCOPE_LAYER(strata::layer::framework, "framework scope");
+    { strata::scope s{interned, 42}; }
+    STRATA_INSTANT("instant");
+    STRATA_COUNTER("counter", i);
+    STRATA_SCOPE_DYNAMIC(strata::layer::runtime, "seen before");  // cached after its first use
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no heap allocation on the hot path after a thread's first record") {
+  strata_test::temp_dir dir;
+  strata::profiler prof(strata_test::config_in(dir, 1 << 16));
+  const strata::site* interned = dynamic_site();
+  prof.start();
+  hot_loop(1, interned);  // the first record: the thread's buffer, the dynamic name's cache entry
+  const std::size_t before = allocations.load();
+  hot_loop(2000, interned);
+  const std::size_t during = allocations.load() - before;
+  prof.stop();
+  CHECK(during == 0);
+  CHECK(prof.data().recorded() == 2001 * 6);
+
+  SUBCASE("a full buffer drops without allocating either") {
+    prof.start();
+    hot_loop(1, interned);
+    const std::size_t start = allocations.load();
+    hot_loop(20000, interned);  // 120000 records into 65536 slots
+    CHECK(allocations.load() - start == 0);
+    prof.stop();
+    CHECK(prof.data().lost() > 0);
+  }
+}
+
+TEST_CASE("the counter sees allocations, so the test above can fail") {
+  const std::size_t before = allocations.load();
+  std::string* s = new std::string(100, 'x');
+  CHECK(allocations.load() > before);
+  delete s;
+}
