@@ -2,8 +2,9 @@
 """Runs tests/trace_writer and checks the trace it writes with a real JSON parser.
 
 usage: check_trace.py WRITER MODE      (MODE: basic, hostile or empty)
-       check_trace.py PROGRAM example  (runs an example with an output directory argument,
-                                        in a scratch working directory, and checks its trace)
+       check_trace.py PROGRAM example [ARGS...]  (runs an example with an output directory
+                                        argument and ARGS, in a scratch working directory, and
+                                        checks every trace it wrote)
 
 Every mode checks the structure: the file is valid UTF-8 and valid JSON, metadata names the
 process and every thread, X events carry ts and dur with nanosecond precision and nest
@@ -345,7 +346,8 @@ def self_test():
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "example"):
+    if len(sys.argv) < 3 or sys.argv[2] not in ("basic", "hostile", "empty", "example") or \
+            (sys.argv[2] != "example" and len(sys.argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2
     writer, mode = sys.argv[1], sys.argv[2]
@@ -354,7 +356,8 @@ def main():
         if mode == "example":
             # Examples take an output directory; those that don't write to ./strata-out.
             out = os.path.join(tmp, "out")
-            run = subprocess.run([os.path.abspath(writer), out], capture_output=True, text=True, cwd=tmp)
+            run = subprocess.run([os.path.abspath(writer), out] + sys.argv[3:], capture_output=True,
+                                 text=True, cwd=tmp)
             trace_dir = out if os.path.isdir(out) else os.path.join(tmp, "strata-out")
         else:
             run = subprocess.run([writer, mode, tmp], capture_output=True, text=True)
@@ -362,29 +365,46 @@ def main():
         if run.returncode != 0:
             print(f"{writer} {mode} failed ({run.returncode}):\n{run.stdout}{run.stderr}", file=sys.stderr)
             return 1
-        try:
-            trace = load_trace(os.path.join(trace_dir, "trace.json"))
-        except (ValueError, UnicodeDecodeError) as e:
-            print(f"trace.json is not valid JSON: {e}", file=sys.stderr)
-            return 1
-        checked = check_structure(trace)
-        if checked is not None:
-            per_thread, thread_names = checked
-            if mode == "basic":
-                expect = json.load(open(os.path.join(tmp, "expect.json")))
-                check_basic(trace, per_thread, thread_names, expect)
-            elif mode == "hostile":
-                names = json.load(open(os.path.join(tmp, "names.json")))
-                check_hostile(trace, thread_names, names)
-            elif mode == "empty":
-                if trace["traceEvents"][1:] or trace["strataThreads"]:
-                    fail("an empty session's trace holds events beyond the process name")
-            elif mode == "example":
-                if not trace["strataThreads"]:
-                    fail("the example recorded no thread")
-        leftovers = sorted(set(os.listdir(trace_dir)) - {"trace.json", "expect.json", "names.json"})
-        if leftovers:
-            fail(f"files left beside the trace: {leftovers}")
+        if mode == "example":
+            # An example writes trace.json, or one file per window, possibly in a folder per
+            # implementation: every one of them is checked.
+            paths = sorted(os.path.join(root, f) for root, _, files in os.walk(trace_dir)
+                           for f in files if f.endswith(".json"))
+            if not paths:
+                print(f"{writer} wrote no trace under {trace_dir}", file=sys.stderr)
+                return 1
+            for path in paths:
+                if not (os.path.basename(path) == "trace.json" or os.path.basename(path).startswith("trace_step")):
+                    fail(f"unexpected file {path}")
+                    continue
+                try:
+                    trace = load_trace(path)
+                except (ValueError, UnicodeDecodeError) as e:
+                    fail(f"{path} is not valid JSON: {e}")
+                    continue
+                if check_structure(trace) is not None and not trace["strataThreads"]:
+                    fail(f"{path}: the example recorded no thread")
+        else:
+            try:
+                trace = load_trace(os.path.join(trace_dir, "trace.json"))
+            except (ValueError, UnicodeDecodeError) as e:
+                print(f"trace.json is not valid JSON: {e}", file=sys.stderr)
+                return 1
+            checked = check_structure(trace)
+            if checked is not None:
+                per_thread, thread_names = checked
+                if mode == "basic":
+                    expect = json.load(open(os.path.join(tmp, "expect.json")))
+                    check_basic(trace, per_thread, thread_names, expect)
+                elif mode == "hostile":
+                    names = json.load(open(os.path.join(tmp, "names.json")))
+                    check_hostile(trace, thread_names, names)
+                elif mode == "empty":
+                    if trace["traceEvents"][1:] or trace["strataThreads"]:
+                        fail("an empty session's trace holds events beyond the process name")
+            leftovers = sorted(set(os.listdir(trace_dir)) - {"trace.json", "expect.json", "names.json"})
+            if leftovers:
+                fail(f"files left beside the trace: {leftovers}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     if not failures:
