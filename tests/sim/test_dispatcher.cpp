@@ -300,7 +300,9 @@ TEST_CASE("every device record is reached from a framework op, by id and by flow
       reached_device.insert(points[1]->correlation_id);
     }
   }
-  for (const auto& [id, op] : framework_ids) {
+  for (const auto& entry : framework_ids) {
+    const std::uint64_t id = entry.first;
+    const std::string& op = entry.second;  // not a structured binding: CAPTURE's lambda names it
     CAPTURE(op);
     CHECK(chains[id] == std::vector<std::string>{op, "nrt::submit", "nrt::execute"});
     CHECK(reached_device.count(id) == 1);
