@@ -1,0 +1,194 @@
+// examples/inference_engine.cpp: a small transformer-style block served in a loop, profiled
+// with a torch.profiler-style schedule: wait, warm up, record, and write one trace per window.
+//
+//   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
+//
+// Each step serves one request per worker thread, on two simulated NeuronCores. A request is
+// one decoding step of a block: embedding lookup (host), attention against a KV cache,
+// and an MLP with GELU, each op dispatched to the device like a PyTorch eager op.
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "strata/strata.hpp"
+
+namespace {
+
+namespace sim = strata::sim;
+
+constexpr std::size_t model_dim = 128;
+constexpr std::size_t hidden_dim = 256;
+constexpr std::size_t context = 256;
+constexpr std::size_t vocab = 1000;
+
+struct options {
+  std::string out_dir = "strata-out/inference_engine";
+  int steps = 8;
+  int workers = 2;
+  std::size_t tokens = 32;
+  sim::core_generation gen = sim::core_generation::trn1;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr,
+               "inference_engine: %s\nusage: inference_engine [OUTPUT_DIR] [--steps N] [--workers N] "
+               "[--tokens N] [--gen trn1|trn2]\n",
+               problem.c_str());
+  std::exit(2);
+}
+
+int number(std::string_view flag, std::string_view text, int lo, int hi) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    usage(fmt::format("{} '{}': expected a whole number from {} to {}", flag, text, lo, hi));
+  return v;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const auto value = [&]() -> std::string_view {
+      if (i + 1 >= argc) usage(fmt::format("{} needs a value", a));
+      return argv[++i];
+    };
+    if (a == "--steps") o.steps = number(a, value(), 1, 1000);
+    else if (a == "--workers") o.workers = number(a, value(), 1, 16);
+    else if (a == "--tokens") o.tokens = static_cast<std::size_t>(number(a, value(), 1, 128));
+    else if (a == "--gen") {
+      try {
+        o.gen = sim::parse_core_generation(value());
+      } catch (const strata::error& e) {
+        usage(e.what());
+      }
+    } else if (!a.empty() && a[0] == '-') usage(fmt::format("unknown option {}", a));
+    else o.out_dir = std::string(a);
+  }
+  return o;
+}
+
+std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed, float scale) {
+  std::vector<float> v(n);
+  std::uint32_t s = seed;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * scale;
+  }
+  return v;
+}
+
+/// The weights of the block, on one core.
+struct block_weights {
+  sim::tensor keys_t;  ///< the KV cache's keys, stored transposed: [model_dim, context]
+  sim::tensor values;  ///< [context, model_dim]
+  sim::tensor w_up;    ///< [model_dim, hidden_dim]
+  sim::tensor w_down;  ///< [hidden_dim, model_dim]
+
+  static block_weights on(const sim::device& dev) {
+    const float k = 1.0f / std::sqrt(static_cast<float>(model_dim));
+    return {sim::tensor::from_host(dev, pseudo_random(model_dim * context, 1, k), {model_dim, context}, "keys_t"),
+            sim::tensor::from_host(dev, pseudo_random(context * model_dim, 2, 1.0f), {context, model_dim}, "values"),
+            sim::tensor::from_host(dev, pseudo_random(model_dim * hidden_dim, 3, k), {model_dim, hidden_dim}, "w_up"),
+            sim::tensor::from_host(dev, pseudo_random(hidden_dim * model_dim, 4, k), {hidden_dim, model_dim}, "w_down")};
+  }
+};
+
+struct embedding_args {
+  BOOST_HANA_DEFINE_STRUCT(embedding_args, (strata::shape, weight), (strata::shape, indices));
+};
+
+/// One decoding step for `tokens` tokens: returns the block's output on the host.
+std::vector<float> serve(const sim::device& dev, const block_weights& w, const std::vector<float>& table,
+                         const std::vector<int>& ids) {
+  STRATA_SCOPE_LAYER(strata::layer::user, "request");
+  const std::size_t n = ids.size();
+  // Embedding lookup on the host (a CPU op), then one copy to the device.
+  std::vector<float> x(n * model_dim);
+  {
+    static const strata::site* embedding = strata::intern(strata::layer::framework, "aten::embedding");
+    strata::scope op = strata::scope_with_args(embedding, [&] {
+      return embedding_args{{static_cast<std::int64_t>(vocab), static_cast<std::int64_t>(model_dim)},
+                            {static_cast<std::int64_t>(n)}};
+    });
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t d = 0; d < model_dim; ++d) x[t * model_dim + d] = table[static_cast<std::size_t>(ids[t]) * model_dim + d];
+  }
+  const sim::tensor h = sim::tensor::from_host(dev, x, {n, model_dim}, "hidden");
+
+  sim::tensor attended;
+  {
+    STRATA_SCOPE_LAYER(strata::layer::user, "attention");
+    const sim::tensor scores = sim::matmul(h, w.keys_t);  // [n, context]
+    const sim::tensor e = sim::exp(sim::sub(scores, sim::max(scores)));
+    const sim::tensor probs = sim::div(e, sim::sum(e));
+    attended = sim::add(h, sim::matmul(probs, w.values));  // residual
+  }
+  sim::tensor out;
+  {
+    STRATA_SCOPE_LAYER(strata::layer::user, "mlp");
+    out = sim::add(attended, sim::matmul(sim::gelu(sim::matmul(attended, w.w_up)), w.w_down));
+  }
+  return out.to_host();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  try {
+    sim::runtime rt({.cores = 2, .generation = o.gen});
+    const std::vector<sim::device> devices = {{&rt, 0}, {&rt, 1}};
+    const std::vector<block_weights> weights = {block_weights::on(devices[0]), block_weights::on(devices[1])};
+    const std::vector<float> table = pseudo_random(vocab * model_dim, 5, 1.0f);
+
+    // Skip nothing, wait one step, warm up one, record two; twice. Each window's trace goes to
+    // its own file (trace_step<first>-<last>.json), as torch.profiler's on_trace_ready would.
+    strata::profiler prof({.output_dir = o.out_dir, .buffer_capacity = 1 << 16, .record_shapes = true,
+                           .schedule = {.wait = 1, .warmup = 1, .active = 2, .repeat = 2}});
+    prof.start();
+    double checksum = 0;
+    for (int step = 0; step < o.steps; ++step) {
+      std::vector<std::thread> workers;
+      std::vector<double> sums(static_cast<std::size_t>(o.workers));
+      for (int w = 0; w < o.workers; ++w) {
+        workers.emplace_back([&, w] {
+          strata::set_thread_name(fmt::format("worker {}", w));
+          std::vector<int> ids(o.tokens);
+          for (std::size_t t = 0; t < ids.size(); ++t)
+            ids[t] = static_cast<int>((t * 31 + static_cast<std::size_t>(step * 7 + w)) % vocab);
+          const auto core = static_cast<std::size_t>(w % 2);
+          const auto y = serve(devices[core], weights[core], table, ids);
+          double s = 0;
+          for (float v : y) s += v;
+          sums[static_cast<std::size_t>(w)] = s;
+        });
+      }
+      for (auto& t : workers) t.join();
+      for (double s : sums) checksum += s;
+      prof.step();
+    }
+    prof.stop();
+
+    fmt::print("served {} steps x {} requests of {} tokens (checksum {:.6f})\n", o.steps, o.workers,
+               o.tokens, checksum);
+    for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f.string());
+    fmt::print("\nlast window, key_averages grouped by input shape:\n{}\n",
+               prof.key_averages({.group_by_input_shape = true})
+                   .table({.sort_by = "self_device_time_total", .row_limit = 15}));
+    const auto st = rt.stats();
+    fmt::print("runtime: {} compiles, {} cache hits, {} submissions, queue wait {:.3f} ms in total\n",
+               st.compiles, st.cache_hits, st.submissions, static_cast<double>(st.queue_wait_ns) / 1e6);
+    return 0;
+  } catch (const strata::error& e) {
+    std::fprintf(stderr, "inference_engine: %s\n", e.what());
+    return 1;
+  }
+}
