@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "strata/sim.hpp"
 #include "strata/strata.hpp"
 
 namespace {

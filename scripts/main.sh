@@ -9,4 +9,5 @@ ensure_packages
 mkdir -p build
 setup_build build/release g++ --buildtype=release -Dtests=disabled -Dbenchmarks=disabled
 meson compile -C build/release >/dev/null
-exec build/release/examples/threads_demo "${1:-strata-out}"
+# Row softmax three ways on a simulated NeuronCore: tables, a comparison, one trace each.
+exec build/release/examples/compare_ops "${1:-strata-out/compare_ops}" "${@:2}"

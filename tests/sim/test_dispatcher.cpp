@@ -289,15 +289,18 @@ TEST_CASE("every device record is reached from a framework op, by id and by flow
   std::set<std::uint64_t> reached_device;
   for (const auto& [id, points] : by_flow) {
     const auto& first = rec(points.front());
-    if (first.layer_of() == strata::layer::framework) {
-      // The runtime's queue-wait record is a runtime-layer record on the core's Queue track;
-      // correlation_flows (export/flows.hpp) puts it in the host chain too, ordered by
-      // comparing its steady-ns begin with host ticks. Reported; the host steps are checked.
-      for (const auto* p : points)
-        if (d.threads[p->thread].pid == 0) chains[p->correlation_id].push_back(rec(p).where->name);
-    } else if (points.size() == 2 && d.threads[points[1]->thread].pid != 0) {
-      CHECK(std::string_view(first.where->name) == "nrt::execute");
+    if (points.size() == 2 && d.threads[points[1]->thread].pid != 0) {
+      // To a device track, from the runtime call that launched the work: the kernel starts
+      // when submitted (an idle core) or when the core is free (then nrt::execute may have
+      // begun before it).
+      const std::string_view from = first.where->name;
+      CHECK((from == "nrt::submit" || from == "nrt::execute"));
       reached_device.insert(points[1]->correlation_id);
+    } else if (first.layer_of() == strata::layer::framework) {
+      for (const auto* p : points) {
+        CHECK(d.threads[p->thread].pid == 0);  // queue waits are not part of the path
+        chains[p->correlation_id].push_back(rec(p).where->name);
+      }
     }
   }
   for (const auto& entry : framework_ids) {

@@ -7,11 +7,13 @@
 //   nrt::submit ──enqueue──▶ queue ──────▶ nrt::execute ─ record_execution ─▶ Kernel, engines
 //   nrt::wait / nrt::synchronize ◀──done──┘                  queue waits ─────▶ Queue lanes
 //
-// Device time: core k runs one kernel at a time. A kernel starts when its scheduler takes it
-// and the core has finished the previous one, and lasts its simulated duration; the scheduler
-// completes it no earlier than that, so host waits never end before the device would have.
-// When simulating a kernel takes the CPU longer than the simulated duration, the host sees
-// that extra time (the device shows an idle gap, as a device starved by its host does).
+// Device time follows the model, not the simulator's own CPU time: core k runs one kernel at a
+// time, and a kernel starts when it is submitted or when the core finishes the kernel before
+// it, whichever is later, and lasts its simulated duration. So the device timeline shows what
+// the modelled hardware would do with the host's real dispatch pace. The scheduler completes a
+// submission no earlier than its simulated end (host waits never end before the device would
+// have), and no earlier than the simulator has computed its values: when that takes the CPU
+// longer, host waits show the difference.
 #pragma once
 
 #include <algorithm>
@@ -215,6 +217,14 @@ class runtime {
 
   std::uint32_t core_count() const noexcept { return static_cast<std::uint32_t>(cores_.size()); }
   const core_params& params() const noexcept { return cores_.front()->core.params(); }
+  /// When core `core` finishes the last kernel it has taken (steady_clock ns, device model):
+  /// after `synchronize(core)`, the end of everything submitted so far.
+  std::int64_t device_free_ns(std::uint32_t core) {
+    core_slot& s = slot(core, "device_free_ns");
+    std::lock_guard lock(s.mutex);
+    return s.device_free_ns;
+  }
+
   runtime_stats stats() const {
     std::lock_guard lock(stats_mutex_);
     return stats_;
@@ -347,8 +357,8 @@ class runtime {
     std::deque<std::shared_ptr<detail::submission_state>> queue;
     std::size_t pending = 0;  // queued or running
     bool stopping = false;
+    std::int64_t device_free_ns = 0;  // written by the scheduler, under `mutex`
     // Scheduler-thread state.
-    std::int64_t device_free_ns = 0;
     std::vector<std::int64_t> lane_free_ns;  // queue-wait lanes: when each is free again
     std::thread thread;
   };
@@ -433,9 +443,12 @@ class runtime {
       st.device_start_ns = st.device_end_ns = taken_ns;
       return;
     }
-    st.device_start_ns = std::max(taken_ns, s.device_free_ns);
+    st.device_start_ns = std::max(st.submit_ns, s.device_free_ns);
     st.device_end_ns = st.device_start_ns + (st.timeline.duration_ps + 500) / 1000;
-    s.device_free_ns = st.device_end_ns;
+    {
+      std::lock_guard lock(s.mutex);
+      s.device_free_ns = st.device_end_ns;
+    }
     try {
       record_queue_wait(s, st);
       record_execution(st.timeline, {.core = s.index, .start_ns = st.device_start_ns,
