@@ -238,7 +238,6 @@ class runtime {
     core_slot& s = slot(core, "to_device");
     const std::uint64_t bytes = data.size() * sizeof(float);
     scope rec(runtime_site_bytes("nrt::tensor_write", bytes), correlation_id);
-    std::lock_guard lock(s.core_mutex);
     hbm_tensor t = s.core.upload(std::move(name), data, shape);
     count([&](runtime_stats& st) { st.bytes_to_device += bytes; });
     return t;
@@ -247,7 +246,6 @@ class runtime {
   /// A new zero-filled tensor in core `core`'s HBM.
   hbm_tensor empty(std::uint32_t core, std::string name, shape2 shape) {
     core_slot& s = slot(core, "empty");
-    std::lock_guard lock(s.core_mutex);
     return s.core.alloc_hbm(std::move(name), shape);
   }
 
@@ -256,7 +254,6 @@ class runtime {
     const std::uint32_t core = core_of(t, "to_host");
     synchronize(core);
     scope rec(runtime_site_bytes("nrt::tensor_read", t.bytes()), correlation_id);
-    std::lock_guard lock(cores_[core]->core_mutex);
     count([&](runtime_stats& st) { st.bytes_to_host += t.bytes(); });
     return t.to_vector();
   }
@@ -350,7 +347,10 @@ class runtime {
     core_slot(std::uint32_t i, const core_params& p, const cost_params& c) : index(i), core(p, c) {}
     std::uint32_t index;
     neuron_core core;
-    std::mutex core_mutex;  // the core itself: one kernel or allocation at a time
+    // Only the scheduler runs kernels on `core`. Allocating HBM tensors from other threads at
+    // the same time is safe (the HBM account is atomic), so a dispatch never waits for the
+    // simulator to finish computing the kernel before it.
+    std::mutex core_mutex;
     // The queue, guarded by `mutex`.
     std::mutex mutex;
     std::condition_variable work_cv, idle_cv;
