@@ -2,10 +2,12 @@
 //
 //   STRATA_PROFILE=1 ./engine          → strata-out/trace.json when the program exits
 //
-// Any translation unit that includes this header (strata/strata.hpp does) arms the capture:
-// at static-initialisation time it reads the environment and, when STRATA_PROFILE=1, starts a
-// process-wide profiler that exports at exit. A bad value never stops the host program: it is
-// reported on stderr and the capture stays off.
+// Any translation unit that includes this header arms the capture: at static-initialisation
+// time it reads the environment and, when STRATA_PROFILE=1, starts a process-wide profiler that
+// exports at exit. A bad value never stops the host program: it is reported on stderr and the
+// capture stays off. Include it in one file of the program (main.cpp, say): arming makes every
+// including translation unit compile the profiler and the exporter, which is why the umbrella
+// strata/strata.hpp does not include it.
 #pragma once
 
 #include <cstdio>

@@ -34,7 +34,6 @@
 #include "strata/core/session.hpp"
 #include "strata/core/site.hpp"
 #include "strata/core/thread_registry.hpp"
-#include "strata/env_capture.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/flows.hpp"
