@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "command_line.hpp"
 #include "nki_kernels.hpp"
 #include "strata/strata.hpp"
 
@@ -37,42 +38,17 @@ struct options {
   int iters = 5;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "compare_ops: %s\nusage: compare_ops [OUTPUT_DIR] [--rows N] [--cols N] "
-               "[--gen trn1|trn2] [--iters N]\n",
-               problem.c_str());
-  std::exit(2);
-}
-
-std::size_t number(std::string_view flag, std::string_view text, std::size_t lo, std::size_t hi) {
-  std::size_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
-    usage(fmt::format("{} '{}': expected a whole number from {} to {}", flag, text, lo, hi));
-  return v;
-}
-
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    const auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(fmt::format("{} needs a value", a));
-      return argv[++i];
-    };
-    if (a == "--rows") o.rows = number(a, value(), 1, 8192);
-    else if (a == "--cols") o.cols = number(a, value(), 1, 4096);
-    else if (a == "--iters") o.iters = static_cast<int>(number(a, value(), 1, 1000));
-    else if (a == "--gen") {
-      try {
-        o.gen = sim::parse_core_generation(value());
-      } catch (const strata::error& e) {
-        usage(e.what());
-      }
-    } else if (!a.empty() && a[0] == '-') usage(fmt::format("unknown option {}", a));
-    else o.out_dir = std::string(a);
-  }
+  const examples::command_line cl("compare_ops", "[OUTPUT_DIR] [--rows N] [--cols N] [--gen trn1|trn2] [--iters N]");
+  o.out_dir = cl.parse(argc, argv, o.out_dir, [&](std::string_view flag, std::string_view value) {
+    if (flag == "--rows") o.rows = cl.number(flag, value, 1, 8192);
+    else if (flag == "--cols") o.cols = cl.number(flag, value, 1, 4096);
+    else if (flag == "--iters") o.iters = static_cast<int>(cl.number(flag, value, 1, 1000));
+    else if (flag == "--gen") o.gen = cl.generation(value);
+    else return false;
+    return true;
+  });
   return o;
 }
 

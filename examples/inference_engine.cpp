@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "command_line.hpp"
 #include "strata/sim.hpp"
 #include "strata/strata.hpp"
 
@@ -37,42 +38,18 @@ struct options {
   sim::core_generation gen = sim::core_generation::trn1;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "inference_engine: %s\nusage: inference_engine [OUTPUT_DIR] [--steps N] [--workers N] "
-               "[--tokens N] [--gen trn1|trn2]\n",
-               problem.c_str());
-  std::exit(2);
-}
-
-int number(std::string_view flag, std::string_view text, int lo, int hi) {
-  int v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
-    usage(fmt::format("{} '{}': expected a whole number from {} to {}", flag, text, lo, hi));
-  return v;
-}
-
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    const auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(fmt::format("{} needs a value", a));
-      return argv[++i];
-    };
-    if (a == "--steps") o.steps = number(a, value(), 1, 1000);
-    else if (a == "--workers") o.workers = number(a, value(), 1, 16);
-    else if (a == "--tokens") o.tokens = static_cast<std::size_t>(number(a, value(), 1, 128));
-    else if (a == "--gen") {
-      try {
-        o.gen = sim::parse_core_generation(value());
-      } catch (const strata::error& e) {
-        usage(e.what());
-      }
-    } else if (!a.empty() && a[0] == '-') usage(fmt::format("unknown option {}", a));
-    else o.out_dir = std::string(a);
-  }
+  const examples::command_line cl("inference_engine",
+                                  "[OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]");
+  o.out_dir = cl.parse(argc, argv, o.out_dir, [&](std::string_view flag, std::string_view value) {
+    if (flag == "--steps") o.steps = static_cast<int>(cl.number(flag, value, 1, 1000));
+    else if (flag == "--workers") o.workers = static_cast<int>(cl.number(flag, value, 1, 16));
+    else if (flag == "--tokens") o.tokens = cl.number(flag, value, 1, 128);
+    else if (flag == "--gen") o.gen = cl.generation(value);
+    else return false;
+    return true;
+  });
   return o;
 }
 
