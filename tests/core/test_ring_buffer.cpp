@@ -192,3 +192,36 @@ TEST_CASE("overflow policy names") {
   CHECK(strata::overflow_policy_name(strata::overflow_policy::drop_newest) == "drop_newest");
   CHECK(strata::overflow_policy_name(strata::overflow_policy::overwrite_oldest) == "overwrite_oldest");
 }
+
+// The recording thread's hot path writes through a thread-local cursor bound to its ring
+// (thread_registry.hpp); binding and unbinding must hand the position over intact.
+TEST_CASE("ring_buffer: a bound cursor takes over the position and gives it back") {
+  for (const auto policy : {strata::overflow_policy::drop_newest,
+                            strata::overflow_policy::overwrite_oldest}) {
+    CAPTURE(strata::overflow_policy_name(policy));
+    strata::ring_buffer ring(8, policy);
+    std::vector<strata::record> out;
+    for (std::uint64_t i = 0; i < 3; ++i) CHECK(ring.push(make(i)));
+
+    strata::producer_cursor cursor;
+    ring.bind(cursor);
+    CHECK(ring.published() == 3);
+    // Pushes now move the outside cursor, across the end of the array (a wrap).
+    for (std::uint64_t i = 3; i < 6; ++i) CHECK(ring.push(make(i)));
+    CHECK(ring.drain(out).copied == 6);
+    for (std::uint64_t i = 6; i < 12; ++i) CHECK(ring.push(make(i)));
+    CHECK(ring.published() == 12);
+    CHECK(cursor.next.load() != nullptr);
+
+    ring.unbind();
+    CHECK(cursor.next.load() == nullptr);  // a push through it now takes the slow path
+    CHECK(cursor.limit == nullptr);
+    CHECK(ring.published() == 12);
+    CHECK(ring.push(make(12)));  // 7 waiting: below a full ring, so both policies keep all
+    const auto r = ring.drain(out);
+    CHECK(r.copied == 7);
+    CHECK(r.lost == 0);
+    CHECK(payloads(out) == range(0, 13));
+    CHECK(intact(out));
+  }
+}

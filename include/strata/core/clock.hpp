@@ -72,6 +72,27 @@ struct clock {
     return static_cast<std::uint64_t>(detail::steady_now_ns());
   }
 
+  /// What the hot path's fast branch reads: `rdtsc` on x86, steady_clock elsewhere. A thread
+  /// takes the fast branch only while `fast_ticks_are_process_ticks()`; otherwise its records
+  /// go through the cold path, which reads `now()`.
+  static STRATA_FORCE_INLINE std::uint64_t fast_ticks() noexcept {
+#if STRATA_DETAIL_HAS_TSC
+    return __rdtsc();
+#else
+    return static_cast<std::uint64_t>(detail::steady_now_ns());
+#endif
+  }
+
+  /// Whether `fast_ticks()` reads the process's tick source (false on x86 when the TSC is not
+  /// invariant or `STRATA_CLOCK=steady_clock` chose the portable clock).
+  static bool fast_ticks_are_process_ticks() noexcept {
+#if STRATA_DETAIL_HAS_TSC
+    return detail::use_tsc.load(std::memory_order_relaxed);
+#else
+    return true;
+#endif
+  }
+
   /// Nanoseconds on `std::chrono::steady_clock`, the time base of exported traces: what
   /// records made off the hot path (device tracks) carry instead of ticks.
   static std::int64_t steady_ns() noexcept { return detail::steady_now_ns(); }

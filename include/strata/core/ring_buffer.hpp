@@ -1,8 +1,18 @@
 // strata/core/ring_buffer.hpp: a single-producer single-consumer ring of records.
 //
 // The producer is the thread that records; the consumer is whoever drains (the profiler at
-// stop or export). Neither ever waits for the other. Indices are 64-bit counters that only
-// grow, so `head - tail` is the fill level and nothing wraps in practice.
+// stop or export, or its background drain). Neither ever waits for the other.
+//
+// The producer writes through a `producer_cursor`: the slot the next record goes to and a
+// limit below which it may write without asking. The hot path is a compare with the limit, the
+// slot's stores and one release store of the new position; everything else (wrapping at the
+// end of the array, finding room behind the consumer, counting drops) happens in `push_slow`
+// when the limit is reached. A thread's cursor lives in thread-local storage, so its hot path
+// reaches it without a pointer to load (thread_registry.hpp binds it to the thread's ring).
+//
+// Positions are 64-bit counters that only grow (`laps * capacity + slot`), so `head - tail` is
+// the fill level. The consumer reads the producer's position under a sequence lock that only
+// the wrap writes; within a lap the position is the cursor alone.
 //
 // Slots are read and written through relaxed `std::atomic_ref` stores and loads, which compile
 // to plain moves on x86-64 and AArch64, so that the overwrite-oldest mode (where the consumer
@@ -16,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "strata/core/config.hpp"
@@ -43,12 +54,22 @@ struct drain_result {
   std::uint64_t lost = 0;
 };
 
+/// Where a producer writes next. Only the producer writes it (and whoever binds it, on the
+/// producer's thread); the consumer reads `next`.
+struct producer_cursor {
+  std::atomic<record*> next{nullptr};  ///< the slot the next record goes to (release-published)
+  record* limit = nullptr;             ///< `next` below this needs no check: room is known
+};
+
 /// SPSC ring of `record`s with a power-of-two capacity.
 class ring_buffer {
  public:
   /// `capacity` must be a non-zero power of two (the profiler checks it with a clear message).
   ring_buffer(std::size_t capacity, overflow_policy policy)
-      : slots_(std::make_unique<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {}
+      : slots_(std::make_unique<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {
+    own_cursor_.next.store(slots_.get(), std::memory_order_relaxed);
+    own_cursor_.limit = slots_.get();  // the first push finds its room in push_slow
+  }
 
   ring_buffer(const ring_buffer&) = delete;
   ring_buffer& operator=(const ring_buffer&) = delete;
@@ -59,21 +80,76 @@ class ring_buffer {
   /// Producer only. Stores one record, or counts it as dropped when the buffer is full and the
   /// policy is drop_newest. Returns whether the record was stored.
   STRATA_FORCE_INLINE bool push(const record& r) noexcept {
-    const std::uint64_t h = head_local_;
-    if (h - cached_tail_ > mask_) [[unlikely]] {
-      if (!make_room(h)) return false;
-    }
-    // Orders the previous head publication before this slot's rewrite: a consumer that sees
-    // any byte of the new record will then also see the head that marks the old one stale.
-    std::atomic_thread_fence(std::memory_order_release);
-    record& slot = slots_[h & mask_];
-    std::atomic_ref<std::uint64_t>(slot.begin).store(r.begin, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(slot.end).store(r.end, std::memory_order_relaxed);
-    std::atomic_ref<const site*>(slot.where).store(r.where, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(slot.payload).store(r.payload, std::memory_order_relaxed);
-    head_local_ = h + 1;
-    head_.store(h + 1, std::memory_order_release);
+    record* p = cursor_->next.load(std::memory_order_relaxed);
+    if (p >= cursor_->limit) [[unlikely]]
+      return push_slow(r);
+    write_slot(p, r);
+    cursor_->next.store(p + 1, std::memory_order_release);
     return true;
+  }
+
+  /// Producer only: the cold part of a push, for a cursor at its limit. Wraps at the end of the
+  /// array, finds room behind the consumer (drop_newest) or laps it (overwrite_oldest), moves
+  /// the limit, then stores the record or counts it as dropped.
+  STRATA_NOINLINE bool push_slow(const record& r) noexcept {
+    record* p = cursor_->next.load(std::memory_order_relaxed);
+    if (p == slots_end()) {
+      // Wrap under the sequence lock, so that no reader pairs the old lap with the new slot.
+      const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
+      seq_.store(seq + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      laps_.store(laps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      p = slots_.get();
+      cursor_->next.store(p, std::memory_order_relaxed);
+      seq_.store(seq + 2, std::memory_order_release);
+    }
+    if (policy_ == overflow_policy::overwrite_oldest) {
+      // The flight recorder laps an undrained ring by design: the consumer never limits it.
+      cursor_->limit = slots_end();
+    } else {
+      const std::uint64_t head = position(laps_.load(std::memory_order_relaxed), p);
+      const std::uint64_t room = capacity() - (head - tail_.load(std::memory_order_acquire));
+      if (room == 0) {
+        cursor_->limit = p;  // every push asks again until a drain makes room
+        dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return false;
+      }
+      cursor_->limit = p + std::min<std::uint64_t>(room, static_cast<std::uint64_t>(slots_end() - p));
+    }
+    write_slot(p, r);
+    cursor_->next.store(p + 1, std::memory_order_release);
+    return true;
+  }
+
+  /// Stores `r` into slot `p` (the producer's hot path, with the cursor it owns).
+  static STRATA_FORCE_INLINE void write_slot(record* p, const record& r) noexcept {
+    // Orders the previous position's publication before this slot's rewrite: a consumer that
+    // sees any byte of the new record will then also see the position that marks the old one
+    // stale.
+    std::atomic_thread_fence(std::memory_order_release);
+    std::atomic_ref<std::uint64_t>(p->begin).store(r.begin, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(p->end).store(r.end, std::memory_order_relaxed);
+    std::atomic_ref<const site*>(p->where).store(r.where, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(p->payload).store(r.payload, std::memory_order_relaxed);
+  }
+
+  /// Producer's thread only, with whatever lock orders it with the consumer: from now on the
+  /// producer writes through `c` (a thread-local cursor), which takes over the position.
+  void bind(producer_cursor& c) noexcept {
+    c.next.store(cursor_->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    c.limit = cursor_->limit;
+    cursor_ = &c;
+  }
+
+  /// Undoes `bind`: the ring keeps the position in its own cursor again, and the outside cursor
+  /// is left at its limit (nullptr), so that a push through it goes to the slow path.
+  void unbind() noexcept {
+    if (cursor_ == &own_cursor_) return;
+    own_cursor_.next.store(cursor_->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    own_cursor_.limit = cursor_->limit;
+    cursor_->next.store(nullptr, std::memory_order_relaxed);
+    cursor_->limit = nullptr;
+    cursor_ = &own_cursor_;
   }
 
   /// Consumer only. Appends every record available now to `out`, oldest first, and reports how
@@ -81,7 +157,7 @@ class ring_buffer {
   drain_result drain(std::vector<record>& out) {
     drain_result result;
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    const std::uint64_t head = head_.load(std::memory_order_acquire);
+    const std::uint64_t head = published();
     std::uint64_t from = tail;
     const std::uint64_t cap = mask_ + 1;
     if (head - from > cap) from = head - cap;  // overwrite_oldest: the oldest are gone
@@ -102,7 +178,7 @@ class ring_buffer {
       // i + cap; so everything below head_after - cap + 1 is suspect and is counted as lost.
       // (With a lapped ring this always sacrifices the one slot that may be mid-rewrite.)
       std::atomic_thread_fence(std::memory_order_acquire);
-      const std::uint64_t head_after = head_.load(std::memory_order_relaxed);
+      const std::uint64_t head_after = published();
       if (head_after + 1 > from + cap) {
         const std::uint64_t first_intact = head_after + 1 - cap;
         const std::uint64_t torn = std::min(first_intact, head) - from;
@@ -117,22 +193,27 @@ class ring_buffer {
     return result;
   }
 
-  /// Records the producer has published so far (stored, whether or not drained since).
-  std::uint64_t published() const noexcept { return head_.load(std::memory_order_acquire); }
+  /// Records the producer has published so far (stored, whether or not drained since). Any
+  /// thread, with whatever lock orders it with `bind`/`unbind`.
+  std::uint64_t published() const noexcept {
+    for (;;) {
+      const std::uint64_t seq = seq_.load(std::memory_order_acquire);
+      if ((seq & 1) == 0) {
+        const std::uint64_t laps = laps_.load(std::memory_order_relaxed);
+        record* p = cursor_->next.load(std::memory_order_acquire);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (seq_.load(std::memory_order_relaxed) == seq) return position(laps, p);
+      }
+      // The producer is wrapping (a few instructions): let it finish.
+      std::this_thread::yield();
+    }
+  }
 
  private:
-  // Cold part of push: refresh the consumer's position; if still full, apply the policy.
-  STRATA_NOINLINE bool make_room(std::uint64_t h) noexcept {
-    cached_tail_ = tail_.load(std::memory_order_acquire);
-    if (h - cached_tail_ <= mask_) return true;
-    if (policy_ == overflow_policy::overwrite_oldest) {
-      // The flight recorder laps an undrained ring by design; the consumer's position no
-      // longer limits the producer, so skip this check for one more lap.
-      cached_tail_ = h;
-      return true;
-    }
-    dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return false;
+  record* slots_end() const noexcept { return slots_.get() + (mask_ + 1); }
+
+  std::uint64_t position(std::uint64_t laps, const record* p) const noexcept {
+    return laps * (mask_ + 1) + static_cast<std::uint64_t>(p - slots_.get());
   }
 
   // Consumer's share of the drop counter: what was dropped since the last drain.
@@ -143,10 +224,11 @@ class ring_buffer {
     return fresh;
   }
 
-  // Producer's cache line: its own copies of the indices plus what it publishes.
-  alignas(64) std::uint64_t head_local_ = 0;
-  std::uint64_t cached_tail_ = 0;
-  std::atomic<std::uint64_t> head_{0};
+  // Producer's cache line: its cursor when not bound, the laps and the drop count.
+  alignas(64) producer_cursor own_cursor_;
+  producer_cursor* cursor_ = &own_cursor_;
+  std::atomic<std::uint64_t> laps_{0};     // written by the producer only (in push_slow)
+  std::atomic<std::uint64_t> seq_{0};      // odd while the producer wraps
   std::atomic<std::uint64_t> dropped_{0};  // written by the producer only, so no RMW needed
   std::unique_ptr<record[]> slots_;
   std::uint64_t mask_;

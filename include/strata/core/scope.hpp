@@ -1,8 +1,11 @@
 // strata/core/scope.hpp: the RAII scope and the one-shot records (instants, counters).
 //
-// This is all the hot path there is. A scope reads the state word once (one relaxed load and a
-// test), two timestamps, and stores one 32-byte record when it closes. Nothing here locks,
-// allocates (after a thread's first record of a session), copies a string or throws.
+// This is all the hot path there is. A scope tests its thread's gate (one thread-local word),
+// reads two timestamps, and stores one 32-byte record through the thread-local cursor when it
+// closes. With the gate closed it reads the global state word, and only when a session captures
+// its layer goes out of line (to take the thread's buffer, or to use the portable clock).
+// Nothing here locks, allocates (after a thread's first record of a session), copies a string
+// or throws.
 #pragma once
 
 #include <bit>
@@ -21,9 +24,26 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 
-/// True when a session runs, captures `l`, and the calling thread has its buffer.
-STRATA_FORCE_INLINE bool should_record(layer l, std::uint32_t s) noexcept {
-  return (s & layer_set::bit(l)) != 0 && ensure_buffer(s);
+/// How a scope records: not at all, through the fast branch (its thread's gate was open), or
+/// through the cold path (first record of the thread in the session, or the portable clock).
+enum class scope_mode : std::uint8_t { off, fast, cold };
+
+/// Cold: whether a record of `l` can be taken through the cold path now.
+STRATA_FORCE_INLINE bool cold_path_records(layer l) noexcept {
+  return session_captures(l) && prepare_to_record(l);
+}
+
+/// Cold: closes a scope opened through the cold path.
+STRATA_NOINLINE inline void close_cold(std::uint64_t begin, const site* where,
+                                       std::uint64_t payload) noexcept {
+  push_record(begin, clock::now(), where, payload);
+}
+
+/// Cold: an instant through the cold path.
+STRATA_NOINLINE inline void emit_instant_cold(const site* where, std::uint64_t payload) noexcept {
+  if (!prepare_to_record(where->where)) return;
+  const std::uint64_t t = clock::now();
+  push_record(t, t, where, payload);
 }
 
 /// Tag that selects the run-time-name constructor of `scope`.
@@ -53,7 +73,13 @@ class scope {
   STRATA_FORCE_INLINE explicit scope(const site* where, std::uint64_t payload = 0) noexcept
       : where_(where), payload_(payload) {
 #if STRATA_ENABLED
-    if (detail::should_record(where->where, detail::load_state())) begin_ = clock::now();
+    if (detail::gate_open(where->where)) [[likely]] {
+      begin_ = clock::fast_ticks();
+      mode_ = detail::scope_mode::fast;
+    } else if (detail::cold_path_records(where->where)) [[unlikely]] {
+      begin_ = clock::now();
+      mode_ = detail::scope_mode::cold;
+    }
 #endif
   }
 
@@ -66,11 +92,18 @@ class scope {
                             std::uint64_t payload = 0) noexcept
       : payload_(payload) {
 #if STRATA_ENABLED
-    const std::uint32_t s = detail::load_state();
-    if (detail::should_record(l, s)) {
+    detail::scope_mode mode = detail::scope_mode::off;
+    if (detail::gate_open(l)) [[likely]]
+      mode = detail::scope_mode::fast;
+    else if (detail::cold_path_records(l)) [[unlikely]]
+      mode = detail::scope_mode::cold;
+    if (mode != detail::scope_mode::off) {
       try {
-        where_ = make_site(s);
-        if (where_ != nullptr) begin_ = clock::now();
+        where_ = make_site(detail::load_state());
+        if (where_ != nullptr) {
+          begin_ = mode == detail::scope_mode::fast ? clock::fast_ticks() : clock::now();
+          mode_ = mode;
+        }
       } catch (...) {
         // The descriptor could not be made (out of memory): this scope is not recorded.
       }
@@ -99,20 +132,24 @@ class scope {
 
   STRATA_FORCE_INLINE ~scope() {
 #if STRATA_ENABLED
-    if (begin_ != 0) detail::tl_buffer->ring.push(record{begin_, clock::now(), where_, payload_});
+    if (mode_ == detail::scope_mode::fast) [[likely]]
+      detail::push_record(begin_, clock::fast_ticks(), where_, payload_);
+    else if (mode_ == detail::scope_mode::cold) [[unlikely]]
+      detail::close_cold(begin_, where_, payload_);
 #endif
   }
 
   /// Sets the payload (correlation id) stored when the scope closes.
   void set_payload(std::uint64_t payload) noexcept { payload_ = payload; }
   /// Whether this scope will produce a record.
-  bool active() const noexcept { return begin_ != 0; }
+  bool active() const noexcept { return mode_ != detail::scope_mode::off; }
 
  private:
   // Unused when STRATA_ENABLED=0, where the type stays only so that code naming it compiles.
   [[maybe_unused]] const site* where_ = nullptr;
   [[maybe_unused]] std::uint64_t payload_ = 0;
-  std::uint64_t begin_ = 0;  // 0: not recording (no clock returns 0 in practice)
+  [[maybe_unused]] std::uint64_t begin_ = 0;
+  detail::scope_mode mode_ = detail::scope_mode::off;
 };
 
 namespace detail {
@@ -120,9 +157,11 @@ namespace detail {
 /// Records a point in time.
 STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload = 0) noexcept {
 #if STRATA_ENABLED
-  if (should_record(where->where, load_state())) {
-    const std::uint64_t t = clock::now();
-    tl_buffer->ring.push(record{t, t, where, payload});
+  if (gate_open(where->where)) [[likely]] {
+    const std::uint64_t t = clock::fast_ticks();
+    push_record(t, t, where, payload);
+  } else if (session_captures(where->where)) [[unlikely]] {
+    emit_instant_cold(where, payload);
   }
 #else
   static_cast<void>(where);
@@ -134,9 +173,12 @@ STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload =
 template <class ValueFn>
 STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexcept {
 #if STRATA_ENABLED
-  if (should_record(where->where, load_state())) {
+  if (gate_open(where->where)) [[likely]] {
     const double v = static_cast<double>(value());
-    tl_buffer->ring.push(record{clock::now(), std::bit_cast<std::uint64_t>(v), where, 0});
+    push_record(clock::fast_ticks(), std::bit_cast<std::uint64_t>(v), where, 0);
+  } else if (cold_path_records(where->where)) [[unlikely]] {
+    const double v = static_cast<double>(value());
+    push_record(clock::now(), std::bit_cast<std::uint64_t>(v), where, 0);
   }
 #else
   static_cast<void>(where);
@@ -148,11 +190,11 @@ STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexce
 template <class NameFn>
 inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
 #if STRATA_ENABLED
-  if (should_record(l, load_state())) {
+  if (gate_open(l) || cold_path_records(l)) {
     try {
       const site* where = intern_cached(l, record_kind::instant, std::string_view(name()));
       const std::uint64_t t = clock::now();
-      tl_buffer->ring.push(record{t, t, where, 0});
+      push_record(t, t, where, 0);
     } catch (...) {
     }
   }
@@ -185,8 +227,8 @@ inline bool append_record(const site* where, std::uint64_t begin_ticks, std::uin
   if (where == nullptr || where->kind == record_kind::counter) return false;
   if (where->kind == record_kind::instant) end_ticks = begin_ticks;
   if (end_ticks < begin_ticks) return false;
-  if (!detail::should_record(where->where, detail::load_state())) return false;
-  return detail::tl_buffer->ring.push(record{begin_ticks, end_ticks, where, payload});
+  if (!detail::gate_open(where->where) && !detail::cold_path_records(where->where)) return false;
+  return detail::push_record(begin_ticks, end_ticks, where, payload);
 #else
   static_cast<void>(where);
   static_cast<void>(begin_ticks);

@@ -1,8 +1,11 @@
 // strata/core/thread_registry.hpp: which threads record, into which buffers, for which session.
 //
 // Every recording thread owns one ring buffer per session. A thread gets its buffer on its
-// first record after a session starts (the cold path below); from then on the hot path only
-// compares the session epoch it cached in thread-local storage with the global state word.
+// first record after a session starts (the cold path below). From then on the hot path tests
+// one thread-local word, the thread's *gate* (which layers it records straight into its ring),
+// and writes through its thread-local cursor: no global is read while a session records. The
+// registry closes every gate when the session ends; a closed gate sends the thread to the
+// global state word, and to the cold path when a new session has begun.
 //
 // Buffers are shared between the registry (which drains them) and the owning thread (which
 // writes them): a buffer outlives a thread that exits, so its records are still exported, and
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "strata/core/capture_cores.hpp"
+#include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/ring_buffer.hpp"
@@ -98,13 +102,26 @@ struct thread_buffer {
   ring_buffer ring;
   std::shared_ptr<thread_info> info;
   std::uint32_t epoch;
+  // The owner's gate while this is its current buffer (null otherwise); guarded by the
+  // registry's mutex, which the owner holds when it binds or unbinds.
+  std::atomic<std::uint32_t>* gate = nullptr;
   // Consumer side, guarded by the registry's mutex.
   std::vector<record> drained;
   std::uint64_t lost = 0;
 };
 
-// The calling thread's buffer and the epoch it belongs to. Both are constant-initialised and
-// trivially destructible, so the hot path reads them with a plain TLS access (no init guard).
+// The calling thread's hot-path state. All are constant-initialised and trivially
+// destructible, so the hot path reads them with a plain TLS access (no init guard).
+//
+// The gate: the layers (as in the state word) this thread records through the fast path: its
+// buffer is the running session's and the session's clock is the one the fast path reads.
+// Written by the thread when it takes a buffer, and cleared by the registry (from another
+// thread) when the session ends. (A byte per layer would allow a compare with memory, but GCC
+// 12 computes the address of a sub-word thread-local atomic instead of folding it.)
+inline thread_local constinit std::atomic<std::uint32_t> tl_gate{0};
+// Where the thread's next record goes: bound to the ring of its current buffer.
+inline thread_local constinit producer_cursor tl_cursor;
+// The thread's current buffer and the epoch it belongs to (cold paths only).
 inline thread_local constinit thread_buffer* tl_buffer = nullptr;
 inline thread_local constinit std::uint32_t tl_epoch = 0;
 // Set once the thread's exit handler ran: records after that point are not taken.
@@ -124,6 +141,7 @@ class registry {
   /// owners may still hold them until their next record or their exit).
   std::uint32_t begin_session(const session_settings& settings) {
     std::lock_guard lock(mutex_);
+    close_gates_locked();
     epoch_ = (epoch_ + 1) & (0xffffffu);
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
     settings_ = settings;
@@ -140,6 +158,7 @@ class registry {
   void end_session() noexcept {
     std::lock_guard lock(mutex_);
     state.store(epoch_ << epoch_shift, std::memory_order_release);
+    close_gates_locked();
   }
 
   /// Moves every record available now out of every buffer of the current session into the
@@ -173,9 +192,18 @@ class registry {
         guard.info->order = next_order_++;
         guard.info->name = os_thread_name();
       }
-      guard.current = std::make_shared<thread_buffer>(guard.info, epoch_, settings_.buffer_capacity,
-                                                      settings_.overflow);
-      buffers_.push_back(guard.current);
+      auto fresh = std::make_shared<thread_buffer>(guard.info, epoch_, settings_.buffer_capacity,
+                                                   settings_.overflow);
+      buffers_.push_back(fresh);
+      if (guard.current) detach_locked(*guard.current);
+      guard.current = std::move(fresh);
+      guard.current->ring.bind(tl_cursor);
+      guard.current->gate = &tl_gate;
+      // The gate opens only for a session still running (it may have ended since the caller
+      // read the state word) whose clock is the one the fast path reads.
+      const std::uint32_t s = state.load(std::memory_order_relaxed);
+      const bool fast = epoch_of(s) == epoch_ && clock::fast_ticks_are_process_ticks();
+      tl_gate.store(fast ? (s & layer_mask_bits) : 0u, std::memory_order_relaxed);
       tl_buffer = guard.current.get();
       tl_epoch = epoch_;
       return true;
@@ -252,12 +280,14 @@ class registry {
     std::shared_ptr<thread_buffer> current;
     ~exit_guard() {
       tl_exited = true;
-      tl_buffer = nullptr;
-      tl_epoch = 0;
       if (info) {
         std::lock_guard lock(registry::instance().mutex_);
+        if (current) detach_locked(*current);
         info->exited = true;
       }
+      tl_gate.store(0, std::memory_order_relaxed);
+      tl_buffer = nullptr;
+      tl_epoch = 0;
     }
   };
   static inline thread_local exit_guard tl_guard;
@@ -268,6 +298,22 @@ class registry {
     if (pthread_getname_np(pthread_self(), buf, sizeof buf) == 0) return buf;
 #endif
     return {};
+  }
+
+  // Closes the gate of every thread that records into this session, so its next record reads
+  // the state word (and finds the session over, or a new one to take a buffer for).
+  void close_gates_locked() noexcept {
+    for (auto& b : buffers_)
+      if (b->gate != nullptr) b->gate->store(0, std::memory_order_relaxed);
+  }
+
+  // On the owner's thread: `b` stops being its current buffer (a new session's buffer replaces
+  // it, or the thread exits). The ring keeps its position; the thread-local cursor and gate are
+  // no longer reachable through it.
+  static void detach_locked(thread_buffer& b) noexcept {
+    b.ring.unbind();
+    if (b.gate != nullptr) b.gate->store(0, std::memory_order_relaxed);
+    b.gate = nullptr;
   }
 
   void drain_locked(thread_buffer& b) {
@@ -300,6 +346,47 @@ STRATA_FORCE_INLINE bool ensure_buffer(std::uint32_t s) noexcept {
   if (tl_epoch != epoch_of(s)) [[unlikely]]
     return acquire_thread_buffer();
   return true;
+}
+
+/// The fast path's test: the calling thread records `l` straight into its ring.
+STRATA_FORCE_INLINE bool gate_open(layer l) noexcept {
+  return (tl_gate.load(std::memory_order_relaxed) & layer_set::bit(l)) != 0;
+}
+
+/// With the gate closed: whether the running session captures `l` at all (then the cold path
+/// decides: take a buffer, or record through the portable clock).
+STRATA_FORCE_INLINE bool session_captures(layer l) noexcept {
+  return (load_state() & layer_set::bit(l)) != 0;
+}
+
+/// Cold: whether the calling thread can record `l` now, taking its buffer for the running
+/// session if it has none yet.
+STRATA_NOINLINE inline bool prepare_to_record(layer l) noexcept {
+  const std::uint32_t s = load_state();
+  return (s & layer_set::bit(l)) != 0 && ensure_buffer(s);
+}
+
+/// Cold part of `push_record`: the cursor is at its limit, or the thread has no ring (it
+/// exited: the record is not taken, as documented for records made after a thread's exit).
+/// Takes the record's fields as scalars so that the hot path passes them in registers instead
+/// of building the record in memory for a reference.
+STRATA_NOINLINE inline bool push_record_slow(std::uint64_t begin, std::uint64_t end,
+                                             const site* where, std::uint64_t payload) noexcept {
+  thread_buffer* b = tl_buffer;
+  return b != nullptr && b->ring.push_slow(record{begin, end, where, payload});
+}
+
+/// Stores a record into the calling thread's ring, through its thread-local cursor: a compare,
+/// the slot's four stores and the new position.
+STRATA_FORCE_INLINE bool push_record(std::uint64_t begin, std::uint64_t end, const site* where,
+                                     std::uint64_t payload) noexcept {
+  record* p = tl_cursor.next.load(std::memory_order_relaxed);
+  if (p < tl_cursor.limit) [[likely]] {
+    ring_buffer::write_slot(p, record{begin, end, where, payload});
+    tl_cursor.next.store(p + 1, std::memory_order_release);
+    return true;
+  }
+  return push_record_slow(begin, end, where, payload);
 }
 
 }  // namespace detail
