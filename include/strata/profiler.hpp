@@ -25,6 +25,7 @@
 #include "strata/core/schedule.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
+#include "strata/core/background_drain.hpp"
 #include "strata/core/thread_registry.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
@@ -126,6 +127,10 @@ class profiler {
       throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
                   "records per thread; got " + std::to_string(config_.buffer_capacity) +
                   (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
+    if (config_.drain_interval.count() < 0)
+      throw error("profiler_config::drain_interval is negative (" +
+                  std::to_string(config_.drain_interval.count()) +
+                  " us); use 0 for no background drain");
     if (config_.layers.empty())
       throw error("profiler_config::layers is empty, so nothing would be recorded; "
                   "capture at least one layer");
@@ -274,6 +279,10 @@ class profiler {
     return s;
   }
 
+  /// Passes the background drain (`profiler_config::drain_interval`) has completed so far,
+  /// over all sessions of this profiler. Reading it drains nothing.
+  std::uint64_t background_drains() const noexcept { return drain_.passes(); }
+
   /// What the last collected window (the whole session without a schedule) captured.
   const trace_data& data() const noexcept { return data_; }
   const profiler_config& config() const noexcept { return config_; }
@@ -326,13 +335,16 @@ class profiler {
                                                 .overflow = config_.overflow,
                                                 .record_args = config_.record_shapes,
                                                 .cores = cores_,
-                                                .max_events_per_core = config_.max_events_per_core});
+                                                .max_events_per_core = config_.max_events_per_core,
+                                                .max_records = config_.max_session_records});
+    drain_.start(config_.drain_interval);
   }
 
   void end_window() {
     auto& reg = detail::registry::instance();
     reg.end_session();
     data_.stop_ticks = clock::now();
+    drain_.stop();
     recording_ = false;
     detail::collect_session(data_);
     data_.clock.finish();
@@ -383,6 +395,8 @@ class profiler {
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;
+  // Last, so that it is destroyed (its thread joined) first.
+  detail::background_drain drain_;
 };
 
 }  // namespace v1

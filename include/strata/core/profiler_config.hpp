@@ -1,6 +1,7 @@
 // strata/core/profiler_config.hpp: what a profiler captures and where it writes.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -33,6 +34,15 @@ struct profiler_config {
   std::size_t buffer_capacity = std::size_t{1} << 16;
   /// What a full thread buffer does with the next record.
   overflow_policy overflow = overflow_policy::drop_newest;
+  /// How often a background thread moves records out of every thread's buffer while a session
+  /// records; 0 (the default): only stop() and stats() do. With it, a buffer only has to hold
+  /// what its thread records in one interval, so long sessions lose nothing (see
+  /// `max_session_records` for the memory this then takes). Must not be negative.
+  std::chrono::microseconds drain_interval{0};
+  /// The most records of threads a session keeps once drained out of the buffers; 0 (the
+  /// default): unlimited. Memory is then bounded by `buffer_capacity` x threads + this, 32
+  /// bytes a record; records past it are dropped (the newest) and counted as lost.
+  std::size_t max_session_records = 0;
   /// The process name shown in traces; empty: the program's name.
   std::string process_name = {};
   // The device-side settings below (capture_cores, correlate_device_time, record_shapes,

@@ -83,8 +83,7 @@ inline void collect_session(trace_data& out) {
     t.pid = info.pid;
     t.process_name = info.process_name;
     t.timestamps_in_ns = info.timestamps_in_ns;
-    t.records = std::move(b.drained);
-    b.drained.clear();
+    t.records = b.drained.take();
     // A scope opened in an earlier session and closed in this one landed in this session's
     // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
     // recorded), so it is left out rather than shown starting before this session did.

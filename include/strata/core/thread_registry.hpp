@@ -35,6 +35,7 @@
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/drained_records.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/ring_buffer.hpp"
 
@@ -91,6 +92,7 @@ struct session_settings {
   bool record_args = false;             ///< scopes that carry arguments record them
   core_set cores = core_set::all();     ///< device cores whose records are taken
   std::size_t max_events_per_core = 0;  ///< device records kept per core; 0: unlimited
+  std::size_t max_records = 0;          ///< thread records kept once drained; 0: unlimited
 };
 
 /// One thread's buffer for one session, plus what the consumer has drained out of it so far.
@@ -106,7 +108,7 @@ struct thread_buffer {
   // registry's mutex, which the owner holds when it binds or unbinds.
   std::atomic<std::uint32_t>* gate = nullptr;
   // Consumer side, guarded by the registry's mutex.
-  std::vector<record> drained;
+  drained_records drained;
   std::uint64_t lost = 0;
 };
 
@@ -146,6 +148,7 @@ class registry {
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
     settings_ = settings;
     buffers_.clear();
+    drained_records_ = 0;
     device_tracks_.clear();
     device_counts_.clear();
     state.store((epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
@@ -249,7 +252,7 @@ class registry {
     if (settings_.max_events_per_core != 0)
       take = std::min(take, settings_.max_events_per_core - std::min(taken_so_far,
                                                                       settings_.max_events_per_core));
-    track->drained.insert(track->drained.end(), records.begin(), records.begin() + static_cast<std::ptrdiff_t>(take));
+    track->drained.append(records.first(take));
     taken_so_far += take;
     track->lost += records.size() - take;
     return take;
@@ -317,8 +320,20 @@ class registry {
   }
 
   void drain_locked(thread_buffer& b) {
-    const drain_result r = b.ring.drain(b.drained);
+    std::vector<record>& out = b.drained.room_for(b.ring.capacity());
+    const std::size_t before = out.size();
+    const drain_result r = b.ring.drain(out);
     b.lost += r.lost;
+    if (settings_.max_records != 0) {
+      // Past the session's limit, the newest records are dropped, and counted.
+      const std::size_t room = settings_.max_records - std::min(drained_records_, settings_.max_records);
+      const std::size_t taken = out.size() - before;
+      if (taken > room) {
+        out.resize(before + room);
+        b.lost += taken - room;
+      }
+      drained_records_ += std::min(taken, room);
+    }
   }
 
   std::mutex mutex_;
@@ -326,6 +341,7 @@ class registry {
   std::uint32_t epoch_ = 0;
   std::uint32_t next_order_ = 0;
   session_settings settings_;
+  std::size_t drained_records_ = 0;  // thread records drained this session (max_records)
   // Device tracks of the current session by (pid, tid), and device records taken per pid.
   std::map<std::pair<std::uint64_t, std::uint64_t>, thread_buffer*> device_tracks_;
   std::map<std::uint64_t, std::size_t> device_counts_;
