@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <set>
 #include <string>
@@ -257,5 +258,30 @@ TEST_CASE("interning from several threads yields one site per name") {
     for (int n = 0; n < names; ++n)
       CHECK(seen[static_cast<std::size_t>(w)][static_cast<std::size_t>(n)] ==
             strata::intern(strata::layer::runtime, "concurrent name " + std::to_string(n)));
+  }
+}
+
+// The background drain is a second consumer-side thread: under TSan this checks that it and
+// the recording threads share the rings without a race, and that every record is accounted for.
+TEST_CASE("a background drain while threads record: every record is kept or counted") {
+  strata_test::temp_dir dir("background-drain-mt");
+  auto config = strata_test::config_in(dir, 64);
+  config.drain_interval = std::chrono::microseconds(100);
+  strata::profiler prof(config);
+  prof.start();
+  constexpr int workers = 3;
+  constexpr int iterations = 2000;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([] {
+      for (int i = 0; i < iterations; ++i) iteration(i);
+    });
+  for (auto& t : threads) t.join();
+  prof.stop();
+  const auto& d = prof.data();
+  CHECK(d.threads.size() == workers);
+  for (const auto& t : d.threads) {
+    CHECK(t.records.size() + t.lost == iterations * 5);
+    CHECK(strata_test::scopes_nest(t.records));
   }
 }
