@@ -10,8 +10,8 @@
 # usage: benchmarks/compile_time.sh [REPEATS]
 #   CXXS="g++ clang++"   compilers to measure (the default)
 #   BUDGET=0.1           CPU seconds the instrumented file may add; the exit status is 1 above it
-#   SHOW_INCLUDES=1      also print the headers the instrumented file pulls in (g++ -H), by
-#                        the number of headers each top-level include brings
+#   SHOW_INCLUDES=1      also print how many headers (g++ -H) come in under each of scope.hpp's
+#                        includes (a header is counted under the first one that includes it)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 repeats="${1:-7}"
@@ -72,10 +72,11 @@ echo "(seconds, medians of $repeats compiles at -O2 -std=c++20; strata: the same
 
 if [ "${SHOW_INCLUDES:-0}" = 1 ]; then
   echo
-  echo "headers pulled in by strata/core/macros.hpp (g++ -H), by top-level include:"
+  echo "headers pulled in by strata/core/macros.hpp (g++ -H), under the include that first"\
+    "brings them:"
   g++ -std=c++20 -O2 -I"$root/include" -H -fsyntax-only "$work/instrumented.cpp" 2>&1 |
     awk '/^\.+ / { depth = index($0, " ") - 1; n++
-                   if (depth <= 2) { top = $2; order[++k] = top } count[top]++ }
+                   if (depth <= 3) { top = $2; order[++k] = top } count[top]++ }
          END { for (i = 1; i <= k; i++) printf "  %5d  %s\n", count[order[i]], order[i]
                printf "  %5d  headers in all\n", n }'
 fi
