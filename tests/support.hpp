@@ -145,4 +145,24 @@ inline std::vector<double> counter_values(const strata::thread_track& t, std::st
   return out;
 }
 
+/// How many records of `d`, on any track, are named `name`.
+inline std::size_t count_named(const strata::trace_data& d, std::string_view name) {
+  std::size_t n = 0;
+  for (const auto& t : d.threads)
+    for (const auto& r : t.records)
+      if (std::string_view(r.where->name) == name) ++n;
+  return n;
+}
+
+/// `n` deterministic values in [-2, 2): the same for the same seed.
+inline std::vector<float> values(std::size_t n, std::uint32_t seed) {
+  std::vector<float> v(n);
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (auto& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = static_cast<float>(x >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
+  }
+  return v;
+}
+
 }  // namespace strata_test

@@ -25,16 +25,7 @@ namespace sim = strata::sim;
 
 namespace {
 
-// Deterministic values in [-2, 2).
-std::vector<float> values(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (auto& f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = static_cast<float>(x >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
-  }
-  return v;
-}
+using strata_test::values;
 
 // |got - want| <= atol + rtol * |want| everywhere.
 void check_close(const std::vector<float>& got, const std::vector<float>& want, float rtol, float atol) {
@@ -84,13 +75,7 @@ std::vector<float> ref_matmul(const std::vector<float>& a, const std::vector<flo
   return out;
 }
 
-std::size_t count_named(const strata::trace_data& d, std::string_view name) {
-  std::size_t n = 0;
-  for (const auto& t : d.threads)
-    for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == name) ++n;
-  return n;
-}
+using strata_test::count_named;
 
 // A softmax over rows written against the kernel API, in 128-row blocks.
 void softmax_body(sim::kernel& k, std::span<const sim::hbm_tensor> in, std::span<const sim::hbm_tensor> out) {

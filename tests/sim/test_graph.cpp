@@ -18,15 +18,7 @@ namespace sim = strata::sim;
 
 namespace {
 
-std::vector<float> values(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (auto& f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = static_cast<float>(x >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
-  }
-  return v;
-}
+using strata_test::values;
 
 // The same functions run eagerly on device tensors and captured on placeholders.
 sim::tensor softmax(const sim::tensor& x) {

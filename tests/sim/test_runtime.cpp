@@ -42,13 +42,7 @@ sim::runtime_config slow_dma(std::uint32_t cores) {
   return {.cores = cores, .params = p};
 }
 
-std::size_t count_named(const strata::trace_data& d, std::string_view name) {
-  std::size_t n = 0;
-  for (const auto& t : d.threads)
-    for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == name) ++n;
-  return n;
-}
+using strata_test::count_named;
 
 }  // namespace
 
