@@ -1,0 +1,104 @@
+// strata/export/decimal.hpp: numbers as JSON text, written straight into a char buffer.
+//
+// The Chrome trace writer spends most of its time on numbers (two timestamps, a pid, a tid and
+// often a correlation id per event), so they are written here by hand: two digits per step
+// from a table, no format string to parse, no buffer growth checks. Each function writes at
+// `p`, which must have room for the stated maximum, and returns the end of what it wrote.
+// The text is exactly what {fmt}'s "{}" (and "{}.{:03}" for microseconds) would produce.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// Most characters `write_decimal` writes: 18446744073709551615.
+inline constexpr std::size_t max_decimal_chars = 20;
+/// Most characters `write_us` writes: a sign, 16 digits, a point and three decimals.
+inline constexpr std::size_t max_us_chars = 21;
+/// Most characters `write_json_number` writes: -1.7976931348623157e+308, with room to spare.
+inline constexpr std::size_t max_json_number_chars = 32;
+
+inline constexpr char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/// Number of decimal digits of `v` (1 for 0).
+constexpr int decimal_digits(std::uint64_t v) noexcept {
+  int n = 1;
+  for (;;) {
+    if (v < 10) return n;
+    if (v < 100) return n + 1;
+    if (v < 1000) return n + 2;
+    if (v < 10000) return n + 3;
+    v /= 10000;
+    n += 4;
+  }
+}
+
+/// Writes `v` in decimal, no sign, no padding.
+inline char* write_decimal(char* p, std::uint64_t v) noexcept {
+  char* const end = p + decimal_digits(v);
+  char* q = end;
+  while (v >= 100) {
+    const std::size_t pair = static_cast<std::size_t>(v % 100) * 2;
+    v /= 100;
+    q -= 2;
+    q[0] = digit_pairs[pair];
+    q[1] = digit_pairs[pair + 1];
+  }
+  if (v >= 10) {
+    q[-2] = digit_pairs[v * 2];
+    q[-1] = digit_pairs[v * 2 + 1];
+  } else {
+    q[-1] = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
+/// Writes nanoseconds as microseconds with exactly three decimals (`-1.500` for -1500), so a
+/// trace keeps nanosecond resolution.
+inline char* write_us(char* p, std::int64_t ns) noexcept {
+  // The magnitude in unsigned arithmetic: negating INT64_MIN would overflow.
+  std::uint64_t magnitude = static_cast<std::uint64_t>(ns);
+  if (ns < 0) {
+    *p++ = '-';
+    magnitude = 0 - magnitude;
+  }
+  p = write_decimal(p, magnitude / 1000);
+  const auto frac = static_cast<std::size_t>(magnitude % 1000);
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + frac / 100);
+  p[2] = digit_pairs[(frac % 100) * 2];
+  p[3] = digit_pairs[(frac % 100) * 2 + 1];
+  return p + 4;
+}
+
+/// Writes a finite double as {fmt}'s "{}" does: the shortest text that reads back as the same
+/// value. Whole numbers (the usual counter sample: a depth, a byte count) take a fast path;
+/// {fmt} writes those without a point or exponent below 1e16, and they are exact below 2^53.
+inline char* write_json_number(char* p, double v) noexcept {
+  constexpr double exact_whole_limit = 9007199254740992.0;  // 2^53
+  if (v > -exact_whole_limit && v < exact_whole_limit && !(v == 0 && std::signbit(v))) {
+    const auto whole = static_cast<std::int64_t>(v);
+    if (static_cast<double>(whole) == v) {
+      std::uint64_t magnitude = static_cast<std::uint64_t>(whole);
+      if (whole < 0) {
+        *p++ = '-';
+        magnitude = 0 - magnitude;
+      }
+      return write_decimal(p, magnitude);
+    }
+  }
+  return fmt::format_to(p, "{}", v);
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata
