@@ -362,26 +362,26 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
   // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
   const std::vector<detail::flow_point> flows = detail::correlation_flows(data);
-  static constexpr std::string_view flow_head = "\",\"id\":";
-  static constexpr std::string_view flow_name = ",\"cat\":\"strata.flow\",\"name\":\"correlation\",";
-  static constexpr std::string_view flow_bind = "\"bp\":\"e\",";
-  static constexpr std::string_view flow_args = ",\"args\":{\"correlation_id\":";
+  const detail::json_fragment flow_head(",\n{\"ph\":\"s\",\"id\":");  // the phase is patched in
+  const detail::json_fragment flow_name(",\"cat\":\"strata.flow\",\"name\":\"correlation\",");
+  const detail::json_fragment flow_bind("\"bp\":\"e\",");
+  const detail::json_fragment flow_args(",\"args\":{\"correlation_id\":");
+  std::vector<detail::json_fragment> flow_where;
+  flow_where.reserve(where.size());
+  for (const std::string& at : where) flow_where.emplace_back(at);
   for (const detail::flow_point& f : flows) {
     const thread_track& t = data.threads[f.thread];
-    const std::string& at = where[f.thread];
-    char* p = w.reserve(64 + flow_name.size() + flow_args.size() + at.size() +
-                        2 * detail::max_decimal_chars + detail::max_us_chars);
-    std::memcpy(p, ",\n{\"ph\":\"", 9);
-    p[9] = f.phase;
-    p += 10;
-    p = std::copy(flow_head.begin(), flow_head.end(), p);
-    p = detail::write_decimal(p, f.id);
-    p = std::copy(flow_name.begin(), flow_name.end(), p);
-    if (f.phase == 'f') p = std::copy(flow_bind.begin(), flow_bind.end(), p);
-    p = std::copy(at.begin(), at.end(), p);
-    p = detail::write_us(p, data.ns_of(t, t.records[f.record].begin));
-    p = std::copy(flow_args.begin(), flow_args.end(), p);
-    p = detail::write_decimal(p, f.correlation_id);
+    const detail::json_fragment& at = flow_where[f.thread];
+    char* p = w.reserve(flow_head.padded_size() + flow_name.padded_size() + flow_bind.padded_size() +
+                        at.padded_size() + flow_args.padded_size() + 2 * detail::max_decimal_chars +
+                        detail::max_us_chars + 2);
+    char* const start = p;
+    p = flow_head.copy_to(p);
+    start[9] = f.phase;
+    p = flow_name.copy_to(detail::write_decimal(p, f.id));
+    if (f.phase == 'f') p = flow_bind.copy_to(p);
+    p = detail::write_us(at.copy_to(p), data.ns_of(t, t.records[f.record].begin));
+    p = detail::write_decimal(flow_args.copy_to(p), f.correlation_id);
     std::memcpy(p, "}}", 2);
     w.commit(p + 2);
   }

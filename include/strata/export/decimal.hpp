@@ -29,37 +29,49 @@ inline constexpr char digit_pairs[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/// Number of decimal digits of `v` (1 for 0).
-constexpr int decimal_digits(std::uint64_t v) noexcept {
-  int n = 1;
-  for (;;) {
-    if (v < 10) return n;
-    if (v < 100) return n + 1;
-    if (v < 1000) return n + 2;
-    if (v < 10000) return n + 3;
-    v /= 10000;
-    n += 4;
-  }
+/// Writes the two digits of `v` < 100.
+inline char* write_two_digits(char* p, std::uint64_t v) noexcept {
+  p[0] = digit_pairs[v * 2];
+  p[1] = digit_pairs[v * 2 + 1];
+  return p + 2;
 }
 
-/// Writes `v` in decimal, no sign, no padding.
-inline char* write_decimal(char* p, std::uint64_t v) noexcept {
-  char* const end = p + decimal_digits(v);
+/// Writes `v` < 10^8 as exactly eight digits, zeros in front.
+inline char* write_eight_digits(char* p, std::uint64_t v) noexcept {
+  const std::uint64_t high = v / 10000, low = v % 10000;
+  write_two_digits(p, high / 100);
+  write_two_digits(p + 2, high % 100);
+  write_two_digits(p + 4, low / 100);
+  write_two_digits(p + 6, low % 100);
+  return p + 8;
+}
+
+/// Writes `v` < 10^8 without zeros in front.
+inline char* write_up_to_eight_digits(char* p, std::uint64_t v) noexcept {
+  const int digits = v < 10000 ? (v < 100 ? (v < 10 ? 1 : 2) : (v < 1000 ? 3 : 4))
+                               : (v < 1000000 ? (v < 100000 ? 5 : 6) : (v < 10000000 ? 7 : 8));
+  char* const end = p + digits;
   char* q = end;
   while (v >= 100) {
-    const std::size_t pair = static_cast<std::size_t>(v % 100) * 2;
-    v /= 100;
     q -= 2;
-    q[0] = digit_pairs[pair];
-    q[1] = digit_pairs[pair + 1];
+    write_two_digits(q, v % 100);
+    v /= 100;
   }
-  if (v >= 10) {
-    q[-2] = digit_pairs[v * 2];
-    q[-1] = digit_pairs[v * 2 + 1];
-  } else {
+  if (v >= 10)
+    write_two_digits(q - 2, v);
+  else
     q[-1] = static_cast<char>('0' + v);
-  }
   return end;
+}
+
+/// Writes `v` in decimal, no sign, no zeros in front. Timestamps have 10 to 14 digits, so
+/// the digits go in blocks of eight with no loop over the digit count.
+inline char* write_decimal(char* p, std::uint64_t v) noexcept {
+  constexpr std::uint64_t e8 = 100000000;
+  if (v < e8) return write_up_to_eight_digits(p, v);
+  if (v < e8 * e8) return write_eight_digits(write_up_to_eight_digits(p, v / e8), v % e8);
+  p = write_up_to_eight_digits(p, v / (e8 * e8));  // at most 1844
+  return write_eight_digits(write_eight_digits(p, v / e8 % e8), v % e8);
 }
 
 /// Writes nanoseconds as microseconds with exactly three decimals (`-1.500` for -1500), so a
