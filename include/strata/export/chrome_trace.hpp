@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,7 @@ namespace detail {
 class chrome_trace_writer {
  public:
   explicit chrome_trace_writer(const std::filesystem::path& path) : file_(path) {
-    buf_.reserve(flush_threshold + (flush_threshold >> 2));
+    buf_.reserve(flush_threshold + window_slack);
   }
 
   fmt::memory_buffer& buffer() noexcept { return buf_; }
@@ -70,6 +71,15 @@ class chrome_trace_writer {
     buf_.resize(static_cast<std::size_t>(end - buf_.data()));
     if (buf_.size() >= flush_threshold) flush();
   }
+  /// All the free room left before the next flush, at least `n` bytes; `commit()` the end of
+  /// what was written.
+  std::span<char> window(std::size_t n) {
+    if (buf_.size() >= flush_threshold) flush();
+    const std::size_t used = buf_.size();
+    const std::size_t room = std::max(n, flush_threshold + window_slack - used);
+    buf_.resize(used + room);
+    return {buf_.data() + used, room};
+  }
   void add_events(std::uint64_t n) noexcept { events_ += n; }
   std::uint64_t events() const noexcept { return events_; }
 
@@ -87,6 +97,7 @@ class chrome_trace_writer {
  private:
   // Large writes: a trace is hundreds of megabytes, and each write() costs a system call.
   static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
+  static constexpr std::size_t window_slack = std::size_t{1} << 16;
   atomic_file file_;
   fmt::memory_buffer buf_;
   std::uint64_t events_ = 0;
@@ -99,11 +110,11 @@ inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
 }
 
 /// A piece of JSON rendered once and copied into many events. Its storage is padded to whole
-/// 16-byte blocks so a copy moves fixed-size blocks instead of calling memcpy; the copy may
-/// write up to 15 bytes past the fragment's end, which the caller's reservation covers.
+/// 32-byte blocks so a copy moves fixed-size blocks instead of calling memcpy; the copy may
+/// write up to 31 bytes past the fragment's end, which the caller's reservation covers.
 class json_fragment {
  public:
-  static constexpr std::size_t block = 16;
+  static constexpr std::size_t block = 32;
 
   json_fragment() = default;
   explicit json_fragment(std::string_view text)
@@ -116,8 +127,12 @@ class json_fragment {
   std::size_t padded_size() const noexcept { return bytes_.size(); }
 
   char* copy_to(char* p) const noexcept {
-    for (std::size_t i = 0; i < size_; i += block) std::memcpy(p + i, bytes_.data() + i, block);
-    return p + size_;
+    // Locals: a store through a char* may alias anything, `this` included, and would make the
+    // compiler reload both after every block.
+    const char* const from = bytes_.data();
+    const std::size_t n = size_;
+    for (std::size_t i = 0; i < n; i += block) std::memcpy(p + i, from + i, block);
+    return p + n;
   }
 
  private:
@@ -210,7 +225,7 @@ class event_texts {
     t.tail = json_fragment(tail);
     t.tail_open = json_fragment(tail_open);
     t.max_bytes = t.lead.padded_size() + std::max(t.tail.padded_size(), t.tail_open.padded_size()) +
-                  2 * max_us_chars + std::string_view(",\"dur\":").size() +
+                  us_writer::max_chars + max_us_chars + std::string_view(",\"dur\":").size() +
                   std::max(max_decimal_chars, std::string_view("null").size()) +
                   max_json_number_chars + std::string_view("}}").size() + json_fragment::block;
     return t;
@@ -221,52 +236,66 @@ class event_texts {
   std::vector<event_text> texts_;
 };
 
-/// Writes the events of one track's records; returns how many it wrote.
+/// Writes the events of `data.threads[track]`'s records, offering each to `flows`; returns
+/// how many it wrote.
 inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data& data,
-                                        const thread_track& t, std::string where) {
+                                        std::size_t track, std::string where, flow_builder& flows) {
+  const thread_track& t = data.threads[track];
   event_texts texts(std::move(where));
-  // The tick conversion's branches, hoisted out of the loop.
-  const clock_calibration& clock = data.clock;
+  // Copies, not references: the loop stores through char pointers, which may alias anything
+  // whose address is known, and the compiler would reload these after every store.
+  const clock_calibration clock = data.clock;
   const bool in_ns = t.timestamps_in_ns;
-  const auto ns_of = [&](std::uint64_t ticks) {
+  const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
     return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
   };
-  for (const record& r : t.records) {
+  us_writer ts;
+  // The loop writes into a window of the buffer and asks the writer for a new one only when
+  // an event might not fit.
+  char* p = nullptr;
+  char* end = nullptr;
+  const record* const records = t.records.data();
+  for (std::size_t i = 0; i < t.records.size(); ++i) {
+    const record& r = records[i];
     const event_text& e = texts.of(r.where);
-    char* p = e.lead.copy_to(w.reserve(e.max_bytes));
-    const std::int64_t begin_ns = ns_of(r.begin);
-    p = write_us(p, begin_ns);
-    switch (e.kind) {
-      case record_kind::scope:
-        std::memcpy(p, ",\"dur\":", 7);
-        p = write_us(p + 7, ns_of(r.end) - begin_ns);
-        break;
-      case record_kind::instant:
-        break;  // `"s":"t"` starts the tail
-      case record_kind::counter: {
-        const double v = r.counter_value();
-        p = e.tail.copy_to(p);
-        // JSON has no NaN or infinity: such a sample is written as null.
-        if (std::isfinite(v)) {
-          p = write_json_number(p, v);
-        } else {
-          std::memcpy(p, "null", 4);
-          p += 4;
-        }
-        std::memcpy(p, "}}", 2);
-        w.commit(p + 2);
-        continue;
-      }
+    if (static_cast<std::size_t>(end - p) < e.max_bytes) {
+      if (p != nullptr) w.commit(p);
+      const auto window = w.window(e.max_bytes);
+      p = window.data();
+      end = p + window.size();
     }
-    if (r.payload == 0) {
+    const std::int64_t begin_ns = ns_of(r.begin);
+    const std::uint64_t payload = r.payload;
+    if (payload != 0) flows.offer(track, i, r);
+    const record_kind kind = e.kind;
+    p = ts(e.lead.copy_to(p), begin_ns);
+    if (kind == record_kind::scope) {
+      std::memcpy(p, ",\"dur\":", 7);
+      p = write_us(p + 7, ns_of(r.end) - begin_ns);
+    } else if (kind == record_kind::counter) {
+      const double v = r.counter_value();
+      p = e.tail.copy_to(p);
+      // JSON has no NaN or infinity: such a sample is written as null.
+      if (std::isfinite(v)) {
+        p = write_json_number(p, v);
+      } else {
+        std::memcpy(p, "null", 4);
+        p += 4;
+      }
+      std::memcpy(p, "}}", 2);
+      p += 2;
+      continue;
+    }
+    // An instant's tail starts with `"s":"t"`.
+    if (payload == 0) {
       p = e.tail.copy_to(p);
     } else {
-      p = write_decimal(e.tail_open.copy_to(p), r.payload);
+      p = write_decimal(e.tail_open.copy_to(p), payload);
       std::memcpy(p, "}}", 2);
       p += 2;
     }
-    w.commit(p);
   }
+  if (p != nullptr) w.commit(p);
   return t.records.size();
 }
 
@@ -347,9 +376,10 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     where[i] = fmt::format("\"pid\":{},\"tid\":{},\"ts\":", pid_of(data.threads[i]), data.threads[i].tid);
 
   // The metadata came first, so every record's event follows another and starts with a comma.
+  detail::flow_builder flow_paths(data);
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const thread_track& t = data.threads[i];
-    w.add_events(detail::write_track_events(w, data, t, where[i]));
+    w.add_events(detail::write_track_events(w, data, i, where[i], flow_paths));
     // Lost records are visible where the user looks: an instant at the end of the thread's track.
     if (t.lost != 0) {
       w.next_event();
@@ -361,7 +391,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   }
   // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
   // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
-  const std::vector<detail::flow_point> flows = detail::correlation_flows(data);
+  const std::vector<detail::flow_point> flows = flow_paths.build();
   const detail::json_fragment flow_head(",\n{\"ph\":\"s\",\"id\":");  // the phase is patched in
   const detail::json_fragment flow_name(",\"cat\":\"strata.flow\",\"name\":\"correlation\",");
   const detail::json_fragment flow_bind("\"bp\":\"e\",");

@@ -93,62 +93,72 @@ void small_stable_sort(It first, It last, Less less) {
   }
 }
 
-/// The flow events of `data`, ordered by flow id; ids count from 1.
-inline std::vector<flow_point> correlation_flows(const trace_data& data) {
+/// Collects the records on correlation paths as they are offered (the Chrome trace writer
+/// offers each record it writes, so the records are read once), then builds the flows.
+class flow_builder {
+ public:
+  explicit flow_builder(const trace_data& data) : data_(data) {}
+
+  /// Offers `data.threads[thread].records[index]`; records must be offered thread by thread,
+  /// oldest first. Records without a correlation id may be skipped.
+  void offer(std::size_t thread, std::size_t index, const record& r) {
+    if (r.payload == 0 || r.kind() != record_kind::scope) return;
+    if (r.where->category != nullptr && r.layer_of() != layer::device) return;
+    const auto [p, fresh] = ids_.find_or_add(r.payload);
+    const auto m = static_cast<std::uint32_t>(members_.size());
+    if (fresh) {
+      paths_.push_back({r.payload, m, m});
+    } else {
+      members_[paths_[p].last].next = m;
+      paths_[p].last = m;
+    }
+    members_.push_back({r.begin, r.end, index, static_cast<std::uint32_t>(thread), none, r.layer_of()});
+  }
+
+  /// The flow events, ordered by flow id; ids count from 1.
+  std::vector<flow_point> build() const;
+
+ private:
+  static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
+  // What building reads of a record, so it does not go back to the records (a trace's records
+  // rarely fit in cache); members of one path are linked in the order they were offered.
+  struct member {
+    std::uint64_t begin, end;
+    std::size_t record;
+    std::uint32_t thread;
+    std::uint32_t next;
+    layer where;
+  };
+  struct path {
+    std::uint64_t correlation_id;
+    std::uint32_t first, last;
+  };
+
+  const trace_data& data_;
+  id_index ids_;
+  std::vector<path> paths_;  // first-seen order keeps the output deterministic
+  std::vector<member> members_;
+};
+
+inline std::vector<flow_point> flow_builder::build() const {
   struct at {
     std::size_t thread, record;
+    std::uint64_t begin;
   };
-  const auto& threads = data.threads;
-  const auto rec = [&](const at& a) -> const record& { return threads[a.thread].records[a.record]; };
-
-  // The records on a path, in scan order (thread by thread, oldest first), each with the dense
-  // index of its id; first-seen order of the ids keeps the output deterministic.
-  // A member keeps what pass two reads of its record, so pass two does not go back to the
-  // records (a trace's records rarely fit in cache).
-  struct member {
-    std::uint32_t path;
-    layer where;
-    at place;
-    std::uint64_t begin, end;
-  };
-  std::vector<member> members;
-  std::vector<std::uint64_t> order;
-  id_index paths;
-  for (std::size_t t = 0; t < threads.size(); ++t) {
-    const auto& records = threads[t].records;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      const record& r = records[i];
-      if (r.payload == 0 || r.kind() != record_kind::scope) continue;
-      if (r.where->category != nullptr && r.layer_of() != layer::device) continue;
-      const auto [path, fresh] = paths.find_or_add(r.payload);
-      if (fresh) order.push_back(r.payload);
-      members.push_back({path, r.layer_of(), {t, i}, r.begin, r.end});
-    }
-  }
-  // Grouped by path, keeping scan order within a path (a counting sort).
-  std::vector<std::size_t> start(order.size() + 1, 0);
-  for (const member& m : members) ++start[m.path + 1];
-  for (std::size_t p = 0; p < order.size(); ++p) start[p + 1] += start[p];
-  std::vector<member> grouped(members.size());
-  {
-    std::vector<std::size_t> next(start.begin(), start.end() - 1);
-    for (const member& m : members) grouped[next[m.path]++] = m;
-  }
-  members = {};
-
+  const auto& threads = data_.threads;
   std::vector<flow_point> out;
-  out.reserve(members.size());
+  out.reserve(members_.size());
   std::vector<at> host, device;  // reused from path to path
   std::uint64_t next_id = 1;
-  const auto earlier = [&](const at& a, const at& b) { return rec(a).begin < rec(b).begin; };
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    const std::uint64_t c = order[p];
+  const auto earlier = [](const at& a, const at& b) { return a.begin < b.begin; };
+  for (const path& p : paths_) {
+    const std::uint64_t c = p.correlation_id;
     host.assign(1, at{});  // slot 0: the op, if the path has one
     device.clear();
     const member* op = nullptr;
-    for (std::size_t k = start[p]; k < start[p + 1]; ++k) {
-      const member& m = grouped[k];
-      const at& a = m.place;
+    for (std::uint32_t k = p.first; k != none; k = members_[k].next) {
+      const member& m = members_[k];
+      const at a{m.thread, m.record, m.begin};
       switch (m.where) {
         case layer::framework:
         case layer::user:
@@ -163,7 +173,7 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
           break;
         case layer::device:
           // Each device track's earliest record (a track's records are oldest first, and
-          // scan order visits tracks in order, so this is also the order of the tracks).
+          // tracks are offered in order, so this is also the order of the tracks).
           if (device.empty() || device.back().thread != a.thread) device.push_back(a);
           break;
       }
@@ -179,7 +189,7 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
     }
     if (host.empty()) continue;
     small_stable_sort(device.begin(), device.end(), earlier);
-    const auto ns = [&](const at& a) { return data.ns_of(threads[a.thread], rec(a).begin); };
+    const auto ns = [&](const at& a) { return data_.ns_of(threads[a.thread], a.begin); };
     for (const at& d : device) {
       // The latest host record that began before the device work did launched it.
       std::size_t from = 0;
@@ -191,6 +201,16 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
     }
   }
   return out;
+}
+
+/// The flow events of `data`, ordered by flow id; ids count from 1.
+inline std::vector<flow_point> correlation_flows(const trace_data& data) {
+  flow_builder flows(data);
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    const auto& records = data.threads[t].records;
+    for (std::size_t i = 0; i < records.size(); ++i) flows.offer(t, i, records[i]);
+  }
+  return flows.build();
 }
 
 }  // namespace detail
