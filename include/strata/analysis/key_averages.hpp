@@ -267,19 +267,24 @@ class session_averages {
     std::uint64_t id;
   };
 
-  /// Per correlation id: where its device time goes.
+  /// Per correlation id: where its device time goes. There is one per id (a million in a
+  /// 10M-record session), so it is kept small; what only the track being read needs is in
+  /// `first_seen`.
   struct correlation {
-    bool has_host = false;
     order_key first_key;          // the id's first host event over all tracks
-    std::uint32_t chain = 0;      // the owner's site, then its alive ancestors' sites, in chains_
-    std::uint32_t chain_size = 0;
     std::int64_t device_ns = 0;
-    // The first event of the id in the track being read, and the owner among its events.
-    std::size_t local_track = static_cast<std::size_t>(-1);
-    std::uint64_t local_tree = 0;
-    order_key local_key;
-    std::uint32_t local_first = none, local_owner = none;
-    std::uint32_t local_chain = 0, local_chain_size = 0;
+    std::uint64_t local_tree = 0;  // the tree of the id's first event in its latest track
+    std::uint32_t chain = 0;       // the owner's site, then its alive ancestors' sites, in chains_
+    std::uint32_t chain_size = 0;
+    std::uint32_t local_first = none, local_owner = none;  // in that tree
+    bool has_host = false;
+  };
+
+  /// An id first seen in the track being read.
+  struct first_seen {
+    std::uint32_t id;  // index in correlations_
+    order_key key;
+    std::uint32_t chain = 0, chain_size = 0;
   };
 
   std::uint32_t site_index(const site* s) {
@@ -350,6 +355,7 @@ class session_averages {
     const std::vector<site_sums> before = sites_;
     const std::size_t chains_before = chains_.size();
     track_touched_.clear();
+    track_first_tree_ = tree_;
     host_events_ = 0;
     bool in_order = true;
     std::int64_t last_begin = 0, last_end = 0;
@@ -391,7 +397,7 @@ class session_averages {
       }
       sites_[k] = fresh;
     }
-    for (std::uint32_t ci : track_touched_) correlations_[ci].local_track = static_cast<std::size_t>(-1);
+    for (const first_seen& f : track_touched_) correlations_[f.id].local_tree = 0;
     track_touched_.clear();
     chains_.resize(chains_before);
     host_events_ = 0;
@@ -424,13 +430,13 @@ class session_averages {
 
   /// The first event over all tracks decides a correlation id's owner.
   void merge_correlations() {
-    for (std::uint32_t ci : track_touched_) {
-      correlation& k = correlations_[ci];
-      if (k.has_host && !(k.local_key < k.first_key)) continue;
+    for (const first_seen& f : track_touched_) {
+      correlation& k = correlations_[f.id];
+      if (k.has_host && !(f.key < k.first_key)) continue;
       k.has_host = true;
-      k.first_key = k.local_key;
-      k.chain = k.local_chain;
-      k.chain_size = k.local_chain_size;
+      k.first_key = f.key;
+      k.chain = f.chain;
+      k.chain_size = f.chain_size;
     }
     track_touched_.clear();
   }
@@ -485,14 +491,12 @@ class session_averages {
       const std::uint32_t ci = correlation_index(c.id);
       correlation& k = correlations_[ci];
       const std::uint32_t s = survivor(c.node);
-      if (k.local_track != t) {
+      if (k.local_tree < track_first_tree_) {  // the id's first event in this track
         const node& e = nodes_[c.node];
-        k.local_track = t;
         k.local_tree = tree_;
-        k.local_key = {e.begin, e.begin + e.duration, t, e.record};
         k.local_first = s;
         k.local_owner = s;
-        touched_.push_back(ci);
+        touched_.push_back({ci, {e.begin, e.begin + e.duration, t, e.record}});
         continue;
       }
       if (k.local_tree != tree_) continue;
@@ -504,13 +508,12 @@ class session_averages {
     }
     // The owners are settled for this track: kept as the sites of the owner and its alive
     // ancestors, for when the device time is known.
-    for (std::uint32_t ci : touched_) {
-      correlation& k = correlations_[ci];
-      k.local_chain = static_cast<std::uint32_t>(chains_.size());
-      for (std::uint32_t a = k.local_owner; a != none; a = nodes_[a].parent)
+    for (first_seen& f : touched_) {
+      f.chain = static_cast<std::uint32_t>(chains_.size());
+      for (std::uint32_t a = correlations_[f.id].local_owner; a != none; a = nodes_[a].parent)
         if (alive(a)) chains_.push_back(nodes_[a].site);
-      k.local_chain_size = static_cast<std::uint32_t>(chains_.size()) - k.local_chain;
-      track_touched_.push_back(ci);
+      f.chain_size = static_cast<std::uint32_t>(chains_.size()) - f.chain;
+      track_touched_.push_back(f);
     }
     with_id_.clear();
     nodes_.clear();
@@ -590,9 +593,10 @@ class session_averages {
   std::vector<node> nodes_;
   std::vector<std::uint32_t> stack_;
   std::vector<correlated> with_id_;
-  std::vector<std::uint32_t> touched_;        // ids first seen in the tree being read
-  std::vector<std::uint32_t> track_touched_;  // ... and in the track being read
-  std::uint64_t tree_ = 0;
+  std::vector<first_seen> touched_;        // ids first seen in the tree being read
+  std::vector<first_seen> track_touched_;  // ... and in the track being read
+  std::uint64_t tree_ = 1;                 // trees are numbered over all tracks
+  std::uint64_t track_first_tree_ = 1;
   std::size_t host_events_ = 0;  // host events of the track read so far
 };
 
