@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "strata/analysis/averages_table.hpp"
@@ -289,8 +290,9 @@ class session_averages {
 
   std::uint32_t site_index(const site* s) {
     if (s == last_site_) return last_site_index_;
-    const auto [i, fresh] = site_ids_.find_or_add(reinterpret_cast<std::uintptr_t>(s));
-    if (fresh) {
+    const std::pair<std::uint32_t, bool> found = site_ids_.find_or_add(reinterpret_cast<std::uintptr_t>(s));
+    const std::uint32_t i = found.first;
+    if (found.second) {
       site_sums sums;
       sums.where = s;
       sums.name = name_ids_.try_emplace(std::string_view(s->name), static_cast<std::uint32_t>(name_ids_.size()))
@@ -313,9 +315,9 @@ class session_averages {
   }
 
   std::uint32_t correlation_index(std::uint64_t id) {
-    const auto [i, fresh] = correlation_ids_.find_or_add(id);
-    if (fresh) correlations_.emplace_back();
-    return i;
+    const std::pair<std::uint32_t, bool> found = correlation_ids_.find_or_add(id);
+    if (found.second) correlations_.emplace_back();
+    return found.first;
   }
 
   bool alive(std::uint32_t i) const noexcept {

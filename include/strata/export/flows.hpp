@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "strata/core/id_index.hpp"
@@ -58,9 +59,12 @@ class flow_builder {
   void offer(std::size_t thread, std::size_t index, const record& r) {
     if (r.payload == 0 || r.kind() != record_kind::scope) return;
     if (r.where->category != nullptr && r.layer_of() != layer::device) return;
-    const auto [p, fresh] = ids_.find_or_add(r.payload);
+    // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
+    // dangling pointer to the returned pair (-Wdangling-pointer).
+    const std::pair<std::uint32_t, bool> found = ids_.find_or_add(r.payload);
+    const std::uint32_t p = found.first;
     const auto m = static_cast<std::uint32_t>(members_.size());
-    if (fresh) {
+    if (found.second) {
       paths_.push_back({r.payload, m, m});
     } else {
       members_[paths_[p].last].next = m;
