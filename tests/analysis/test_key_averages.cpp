@@ -3,7 +3,9 @@
 // rules in docs/key-averages.md.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -329,4 +331,108 @@ TEST_CASE("key_averages: a session's records, ticks as nanoseconds on the steady
   CHECK(row(a, "tensor_matmul", true).self_device_ns == 500);
   CHECK(row(a, "load").self_cpu_ns == 300);
   CHECK(row(a, "load").top_level);  // on its own thread, not inside step
+}
+
+namespace {
+
+// The session's events as op_events, the way key_averages(trace_data) once built them: the
+// rows of a session must be the rows of its op_events.
+std::vector<op_event> events_of(const strata::trace_data& data) {
+  std::vector<op_event> out;
+  for (std::size_t t = 0; t < data.threads.size(); ++t)
+    for (const strata::record& r : data.threads[t].records) {
+      if (r.kind() != strata::record_kind::scope || r.where->category != nullptr) continue;
+      out.push_back({r.where->name, r.layer_of(), t, data.ns_of(data.threads[t], r.begin),
+                     data.ns_of(data.threads[t], r.end), r.payload,
+                     r.where->input_shapes != nullptr ? r.where->input_shapes : ""});
+    }
+  return out;
+}
+
+void random_nest(std::mt19937_64& rng, std::vector<strata::record>& out,
+                 const std::vector<const strata::site*>& host, std::uint64_t b, std::uint64_t e,
+                 int depth, std::uint64_t& corr) {
+  if (depth > 4 || e <= b) return;
+  std::uint64_t t = b;
+  for (int k = static_cast<int>(rng() % 4); k > 0 && t < e; --k) {
+    std::uint64_t cb = t + rng() % 3 * (rng() % 20);
+    if (cb >= e) break;
+    if (rng() % 10 == 0) cb = b;  // the parent's begin
+    const std::uint64_t ce = rng() % 8 == 0 ? e : cb + rng() % (e - cb + 1);
+    const strata::site* s = host[rng() % host.size()];
+    const std::uint64_t payload = rng() % 3 == 0 ? 1 + rng() % corr : 0;
+    out.push_back({cb, ce, s, payload});
+    if (rng() % 5 == 0) out.push_back({cb, ce, s, payload});  // an identical twin
+    random_nest(rng, out, host, cb, ce, depth + 1, corr);
+    t = ce;
+    if (rng() % 3 == 0) ++corr;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("key_averages: a session's rows are those of its events, however they nest") {
+  // Few names, so that recursion collapses and sites merge into rows; shapes; a device row
+  // named like a host op; ids shared across tracks; device events on a host track; tracks out
+  // of order. The expected rows come from the op_event version.
+  static constexpr strata::site a1{"a", "f", 1, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site a2{"a", "f", 2, layer::framework, strata::record_kind::scope, "[[1]]"};
+  static constexpr strata::site b1{"b", "f", 3, layer::runtime, strata::record_kind::scope};
+  static constexpr strata::site c1{"c", "f", 4, layer::user, strata::record_kind::scope, "[[2, 3]]"};
+  static constexpr strata::site b2{"b", "f", 5, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site k1{"k1", "f", 6, layer::device, strata::record_kind::scope};
+  static constexpr strata::site ka{"a", "f", 7, layer::device, strata::record_kind::scope};
+  const std::vector<const strata::site*> host = {&a1, &a2, &b1, &c1, &b2};
+  const std::vector<const strata::site*> device = {&k1, &ka};
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 60; ++round) {
+    CAPTURE(round);
+    strata::trace_data data;
+    std::uint64_t corr = 1;
+    for (int h = 0; h < 1 + round % 3; ++h) {
+      strata::thread_track t;
+      std::uint64_t base = 1000 + rng() % 50;
+      for (int top = 0; top < 12; ++top) {
+        const std::uint64_t b = base + rng() % 30, e = b + rng() % 400;
+        t.records.push_back({b, e, host[rng() % host.size()], rng() % 4 == 0 ? corr : 0});
+        random_nest(rng, t.records, host, b, e, 1, corr);
+        if (rng() % 9 == 0) t.records.push_back({b + 5, b + 50, device[rng() % 2], 1 + rng() % corr});
+        if (rng() % 11 == 0) t.records.push_back({e, b, host[0], 0});  // ends before it begins
+        base = round % 2 != 0 ? e + rng() % 10 : b + rng() % 200;  // overlapping siblings
+      }
+      if (round % 5 == 4)
+        std::shuffle(t.records.begin(), t.records.end(), rng);
+      else
+        std::stable_sort(t.records.begin(), t.records.end(), strata::detail::record_order);
+      data.threads.push_back(std::move(t));
+    }
+    strata::thread_track dev;
+    dev.timestamps_in_ns = true;
+    for (std::uint64_t b = 1000, k = 0; k < 40; ++k, b += rng() % 40)
+      dev.records.push_back({b, b + rng() % 100, device[rng() % 2], rng() % 5 == 0 ? 0 : 1 + rng() % (corr + 3)});
+    data.threads.push_back(std::move(dev));
+
+    const std::vector<op_event> events = events_of(data);
+    for (const bool shapes : {false, true})
+      for (const bool correlate : {true, false}) {
+        CAPTURE(shapes);
+        CAPTURE(correlate);
+        const strata::key_averages_options o{.group_by_input_shape = shapes, .correlate_device_time = correlate};
+        const auto want = strata::key_averages(events, o), got = strata::key_averages(data, o);
+        REQUIRE(got.rows.size() == want.rows.size());
+        for (std::size_t i = 0; i < want.rows.size(); ++i) {
+          const auto &g = got.rows[i], &w = want.rows[i];
+          CAPTURE(i);
+          CHECK(g.name == w.name);
+          CHECK(g.input_shapes == w.input_shapes);
+          CHECK(g.is_device == w.is_device);
+          CHECK(g.top_level == w.top_level);
+          CHECK(g.count == w.count);
+          CHECK(g.self_cpu_ns == w.self_cpu_ns);
+          CHECK(g.cpu_total_ns == w.cpu_total_ns);
+          CHECK(g.self_device_ns == w.self_device_ns);
+          CHECK(g.device_total_ns == w.device_total_ns);
+        }
+      }
+  }
 }

@@ -9,10 +9,13 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "strata/analysis/averages_table.hpp"
+#include "strata/core/id_index.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
@@ -193,6 +196,414 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   return out;
 }
 
+namespace detail {
+
+/// key_averages() over a session's records, with the rules of the op_event version but
+/// without building op_events: events are keyed on their site (the descriptor they point to)
+/// and summed per site, and sites are merged into rows by name once at the end. Whatever the
+/// op_event version orders globally (the first event of a correlation id, the first event of
+/// a row) is settled by comparing (begin, end descending, track, position): the order of its
+/// stable sort.
+///
+/// Why this gives the same sums: an event is absorbed by recursion collapse exactly when its
+/// parent by containment has no other child and the same name, so whether an event is alive
+/// needs only its parent's child count; an event's final parent is its nearest alive
+/// ancestor, and its ancestors in the final tree are its alive ancestors. Self CPU time is an
+/// event's duration less its final children's, so each alive event subtracts its duration
+/// from its final parent's row; device total is the device time owned within a subtree, so
+/// each owner adds its time to the rows of its alive ancestors. All of that is known once the
+/// tree under a top-level event is complete, so a track is read one top-level event (with
+/// what it contains) at a time, and the working set stays in cache.
+class session_averages {
+ public:
+  session_averages(const trace_data& data, const key_averages_options& opt) : data_(data), opt_(opt) {}
+
+  averages run() {
+    for (std::size_t t = 0; t < data_.threads.size(); ++t) add_track(t);
+    if (opt_.correlate_device_time) attribute_device_time();
+    return rows();
+  }
+
+ private:
+  static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
+
+  /// Where an event comes in the op_event version's order.
+  struct order_key {
+    std::int64_t begin = 0, end = 0;  // end: max(begin, end)
+    std::size_t track = 0, record = 0;
+    bool operator<(const order_key& o) const noexcept {
+      if (begin != o.begin) return begin < o.begin;
+      if (end != o.end) return end > o.end;
+      if (track != o.track) return track < o.track;
+      return record < o.record;
+    }
+  };
+
+  /// What is summed per site.
+  struct site_sums {
+    const site* where = nullptr;
+    std::uint32_t name = 0;  // sites with equal names have equal name ids
+    bool is_device = false;
+    bool is_op = false;      // framework or user
+    bool seen = false;       // has an alive event
+    std::size_t seen_in_track = static_cast<std::size_t>(-1);  // the last track it was seen in
+    order_key first;         // its first alive event
+    bool top_level = true;   // ... and whether that had no parent
+    std::uint64_t count = 0;
+    std::int64_t self_cpu = 0, cpu_total = 0, self_device = 0, device_total = 0;
+  };
+
+  /// A host event of the top-level tree being read, in order (parents before children).
+  struct node {
+    std::int64_t begin, duration;
+    std::uint32_t parent;    // by containment, before recursion collapse
+    std::uint32_t site;
+    std::uint32_t children;  // by containment
+    std::size_t record;      // index in the track's records
+  };
+
+  /// A host event of that tree that carries a correlation id.
+  struct correlated {
+    std::uint32_t node;
+    std::uint64_t id;
+  };
+
+  /// Per correlation id: where its device time goes. There is one per id (a million in a
+  /// 10M-record session), so it is kept small; what only the track being read needs is in
+  /// `first_seen`.
+  struct correlation {
+    order_key first_key;          // the id's first host event over all tracks
+    std::int64_t device_ns = 0;
+    std::uint64_t local_tree = 0;  // the tree of the id's first event in its latest track
+    std::uint32_t chain = 0;       // the owner's site, then its alive ancestors' sites, in chains_
+    std::uint32_t chain_size = 0;
+    std::uint32_t local_first = none, local_owner = none;  // in that tree
+    bool has_host = false;
+  };
+
+  /// An id first seen in the track being read.
+  struct first_seen {
+    std::uint32_t id;  // index in correlations_
+    order_key key;
+    std::uint32_t chain = 0, chain_size = 0;
+  };
+
+  std::uint32_t site_index(const site* s) {
+    if (s == last_site_) return last_site_index_;
+    const std::pair<std::uint32_t, bool> found = site_ids_.find_or_add(reinterpret_cast<std::uintptr_t>(s));
+    const std::uint32_t i = found.first;
+    if (found.second) {
+      site_sums sums;
+      sums.where = s;
+      sums.name = name_ids_.try_emplace(std::string_view(s->name), static_cast<std::uint32_t>(name_ids_.size()))
+                      .first->second;
+      sums.is_device = s->where == layer::device;
+      sums.is_op = s->where == layer::framework || s->where == layer::user;
+      sites_.push_back(sums);
+    }
+    last_site_ = s;
+    last_site_index_ = i;
+    return i;
+  }
+
+  void saw(site_sums& s, const order_key& key, bool top_level) {
+    if (!s.seen || key < s.first) {
+      s.seen = true;
+      s.first = key;
+      s.top_level = top_level;
+    }
+  }
+
+  std::uint32_t correlation_index(std::uint64_t id) {
+    const std::pair<std::uint32_t, bool> found = correlation_ids_.find_or_add(id);
+    if (found.second) correlations_.emplace_back();
+    return found.first;
+  }
+
+  bool alive(std::uint32_t i) const noexcept {
+    const std::uint32_t p = nodes_[i].parent;
+    return p == none || nodes_[p].children != 1 || sites_[nodes_[p].site].name != sites_[nodes_[i].site].name;
+  }
+  std::uint32_t survivor(std::uint32_t i) const noexcept {
+    while (!alive(i)) i = nodes_[i].parent;
+    return i;
+  }
+
+  void add_track(std::size_t t) {
+    const thread_track& track = data_.threads[t];
+    const clock_calibration clock = data_.clock;  // a copy the compiler can keep in registers
+    const bool in_ns = track.timestamps_in_ns;
+    const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
+      return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
+    };
+    const record* const records = track.records.data();
+    const std::size_t n = track.records.size();
+
+    // Device events have no parents and no CPU time; their time goes to an owner later.
+    const auto add_device = [&](std::size_t i, std::uint32_t s, std::int64_t begin, std::int64_t end,
+                                bool count_correlated) {
+      site_sums& sums = sites_[s];
+      ++sums.count;
+      sums.self_device += end - begin;
+      sums.device_total += end - begin;
+      saw(sums, {begin, end, t, i}, true);
+      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time)
+        correlations_[correlation_index(records[i].payload)].device_ns += end - begin;
+    };
+
+    // Records are usually in order already (a collected session sorts them by ticks), and the
+    // trees are summed as they complete. A host event out of order in nanoseconds undoes what
+    // the track added and reads its host events again, sorted.
+    const std::vector<site_sums> before = sites_;
+    const std::size_t chains_before = chains_.size();
+    track_touched_.clear();
+    track_first_tree_ = tree_;
+    host_events_ = 0;
+    bool in_order = true;
+    std::int64_t last_begin = 0, last_end = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const record& r = records[i];
+      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
+      const std::uint32_t s = site_index(r.where);
+      const std::int64_t begin = ns_of(r.begin);
+      const std::int64_t end = std::max(begin, ns_of(r.end));
+      if (sites_[s].is_device) {
+        add_device(i, s, begin, end, true);
+        continue;
+      }
+      if (!in_order) continue;
+      if (host_events_ != 0 && (begin < last_begin || (begin == last_begin && end > last_end))) {
+        in_order = false;
+        continue;
+      }
+      last_begin = begin;
+      last_end = end;
+      add_host(t, i, r.payload, s, begin, end);
+    }
+    if (in_order) {
+      finish_tree(t);
+      merge_correlations();
+      return;
+    }
+
+    nodes_.clear();
+    stack_.clear();
+    with_id_.clear();
+    for (std::size_t k = 0; k < sites_.size(); ++k) {
+      site_sums fresh = k < before.size() ? before[k] : site_sums{};
+      if (k >= before.size()) {
+        fresh.where = sites_[k].where;
+        fresh.name = sites_[k].name;
+        fresh.is_device = sites_[k].is_device;
+        fresh.is_op = sites_[k].is_op;
+      }
+      sites_[k] = fresh;
+    }
+    for (const first_seen& f : track_touched_) correlations_[f.id].local_tree = 0;
+    track_touched_.clear();
+    chains_.resize(chains_before);
+    host_events_ = 0;
+
+    struct host_event {
+      std::int64_t begin, end;
+      std::size_t index;
+    };
+    std::vector<host_event> order;
+    for (std::size_t i = 0; i < n; ++i) {
+      const record& r = records[i];
+      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
+      const std::int64_t begin = ns_of(r.begin);
+      const std::int64_t end = std::max(begin, ns_of(r.end));
+      const std::uint32_t s = site_index(r.where);
+      if (sites_[s].is_device)
+        add_device(i, s, begin, end, false);  // their device time was counted already
+      else
+        order.push_back({begin, end, i});
+    }
+    std::stable_sort(order.begin(), order.end(), [](const host_event& x, const host_event& y) {
+      if (x.begin != y.begin) return x.begin < y.begin;
+      return x.end > y.end;
+    });
+    for (const host_event& e : order)
+      add_host(t, e.index, records[e.index].payload, site_index(records[e.index].where), e.begin, e.end);
+    finish_tree(t);
+    merge_correlations();
+  }
+
+  /// The first event over all tracks decides a correlation id's owner.
+  void merge_correlations() {
+    for (const first_seen& f : track_touched_) {
+      correlation& k = correlations_[f.id];
+      if (k.has_host && !(f.key < k.first_key)) continue;
+      k.has_host = true;
+      k.first_key = f.key;
+      k.chain = f.chain;
+      k.chain_size = f.chain_size;
+    }
+    track_touched_.clear();
+  }
+
+  /// Parents by containment (torch's _build_tree stack walk); a complete top-level tree is
+  /// summed before the next one starts.
+  void add_host(std::size_t t, std::size_t index, std::uint64_t payload, std::uint32_t s, std::int64_t begin,
+                std::int64_t end) {
+    ++host_events_;
+    while (!stack_.empty() && (begin >= nodes_[stack_.back()].begin + nodes_[stack_.back()].duration ||
+                               end > nodes_[stack_.back()].begin + nodes_[stack_.back()].duration))
+      stack_.pop_back();
+    if (stack_.empty() && !nodes_.empty()) finish_tree(t);
+    const std::uint32_t parent = stack_.empty() ? none : stack_.back();
+    if (parent != none) ++nodes_[parent].children;
+    const auto i = static_cast<std::uint32_t>(nodes_.size());
+    nodes_.push_back({begin, end - begin, parent, s, 0, index});
+    if (payload != 0 && opt_.correlate_device_time) with_id_.push_back({i, payload});
+    stack_.push_back(i);
+  }
+
+  /// Sums the complete tree in nodes_ (track `t`) into its sites and correlation ids.
+  void finish_tree(std::size_t t) {
+    // CPU times.
+    for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+      if (!alive(i)) continue;
+      const node& e = nodes_[i];
+      site_sums& sums = sites_[e.site];
+      ++sums.count;
+      sums.cpu_total += e.duration;
+      sums.self_cpu += e.duration;
+      if (e.parent != none) sites_[nodes_[survivor(e.parent)].site].self_cpu -= e.duration;
+      // Within a track, events come in order: only a site's first one can be earlier than
+      // the first one of another track.
+      if (sums.seen_in_track != t) {
+        sums.seen_in_track = t;
+        saw(sums, {e.begin, e.begin + e.duration, t, e.record}, e.parent == none);
+      }
+    }
+
+    // Owners of correlation ids: the deepest op (else runtime call) among the id's events
+    // inside its first one in this track, the first of equals winning. Later trees of the
+    // track are never inside it.
+    const auto depth = [&](std::uint32_t i) {
+      std::size_t d = 0;
+      for (std::uint32_t a = nodes_[i].parent; a != none; a = nodes_[a].parent)
+        if (alive(a)) ++d;
+      return d;
+    };
+    touched_.clear();
+    for (const correlated& c : with_id_) {
+      const std::uint32_t ci = correlation_index(c.id);
+      correlation& k = correlations_[ci];
+      const std::uint32_t s = survivor(c.node);
+      if (k.local_tree < track_first_tree_) {  // the id's first event in this track
+        const node& e = nodes_[c.node];
+        k.local_tree = tree_;
+        k.local_first = s;
+        k.local_owner = s;
+        touched_.push_back({ci, {e.begin, e.begin + e.duration, t, e.record}});
+        continue;
+      }
+      if (k.local_tree != tree_) continue;
+      bool inside = false;
+      for (std::uint32_t a = s; a != none && !inside; a = nodes_[a].parent) inside = a == k.local_first;
+      if (!inside) continue;
+      const bool op = sites_[nodes_[s].site].is_op, owner_op = sites_[nodes_[k.local_owner].site].is_op;
+      if (op != owner_op ? op : depth(s) > depth(k.local_owner)) k.local_owner = s;
+    }
+    // The owners are settled for this track: kept as the sites of the owner and its alive
+    // ancestors, for when the device time is known.
+    for (first_seen& f : touched_) {
+      f.chain = static_cast<std::uint32_t>(chains_.size());
+      for (std::uint32_t a = correlations_[f.id].local_owner; a != none; a = nodes_[a].parent)
+        if (alive(a)) chains_.push_back(nodes_[a].site);
+      f.chain_size = static_cast<std::uint32_t>(chains_.size()) - f.chain;
+      track_touched_.push_back(f);
+    }
+    with_id_.clear();
+    nodes_.clear();
+    stack_.clear();
+    ++tree_;
+  }
+
+  /// Each owner's device time: its own row's self device time, and the device total of the
+  /// rows of its alive ancestors (itself included).
+  void attribute_device_time() {
+    for (const correlation& k : correlations_) {
+      if (!k.has_host || k.device_ns == 0) continue;
+      sites_[chains_[k.chain]].self_device += k.device_ns;
+      for (std::uint32_t i = 0; i < k.chain_size; ++i) sites_[chains_[k.chain + i]].device_total += k.device_ns;
+    }
+  }
+
+  /// Sites merged into rows by name (and device or host, and input shapes when grouped), in
+  /// the order of their first events.
+  averages rows() {
+    struct pending {
+      average_row row;
+      order_key first;
+    };
+    std::vector<pending> merged;
+    std::unordered_map<std::string, std::size_t> row_of;
+    for (const site_sums& s : sites_) {
+      if (!s.seen) continue;
+      std::string key = s.where->name;
+      key += '\0';
+      key += s.is_device ? 'd' : 'h';  // a device event never shares a row with a host op
+      const char* shapes = s.where->input_shapes != nullptr ? s.where->input_shapes : "";
+      if (opt_.group_by_input_shape) {
+        key += '\0';
+        key += shapes;
+      }
+      auto [it, fresh] = row_of.try_emplace(std::move(key), merged.size());
+      if (fresh) {
+        pending p;
+        p.row.name = s.where->name;
+        if (opt_.group_by_input_shape) p.row.input_shapes = shapes;
+        p.row.is_device = s.is_device;
+        p.row.top_level = s.top_level;
+        p.first = s.first;
+        merged.push_back(std::move(p));
+      }
+      pending& p = merged[it->second];
+      if (s.first < p.first) {
+        p.first = s.first;
+        p.row.top_level = s.top_level;
+      }
+      p.row.count += s.count;
+      p.row.self_cpu_ns += s.self_cpu;
+      p.row.cpu_total_ns += s.cpu_total;
+      p.row.self_device_ns += s.self_device;
+      p.row.device_total_ns += s.device_total;
+    }
+    std::sort(merged.begin(), merged.end(), [](const pending& a, const pending& b) { return a.first < b.first; });
+    averages out;
+    out.device_name = opt_.device_name;
+    out.rows.reserve(merged.size());
+    for (pending& p : merged) out.rows.push_back(std::move(p.row));
+    return out;
+  }
+
+  const trace_data& data_;
+  const key_averages_options& opt_;
+  id_index site_ids_;
+  std::vector<site_sums> sites_;
+  const site* last_site_ = nullptr;
+  std::uint32_t last_site_index_ = 0;
+  std::unordered_map<std::string_view, std::uint32_t> name_ids_;
+  id_index correlation_ids_;
+  std::vector<correlation> correlations_;
+  std::vector<std::uint32_t> chains_;
+  // The tree being read, reused from tree to tree.
+  std::vector<node> nodes_;
+  std::vector<std::uint32_t> stack_;
+  std::vector<correlated> with_id_;
+  std::vector<first_seen> touched_;        // ids first seen in the tree being read
+  std::vector<first_seen> track_touched_;  // ... and in the track being read
+  std::uint64_t tree_ = 1;                 // trees are numbered over all tracks
+  std::uint64_t track_first_tree_ = 1;
+  std::size_t host_events_ = 0;  // host events of the track read so far
+};
+
+}  // namespace detail
+
 /// key_averages() of a stopped session: its scope records (instants, counters and parts of a
 /// device execution, i.e. records whose site has a category of its own, are left out), ticks turned into nanoseconds, one track per thread, the payload as correlation id,
 /// the input shapes of scopes that recorded their arguments.
@@ -203,26 +614,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
 /// fmt::print("{}", strata::key_averages(data).table({.sort_by = "cpu_time_total"}));
 /// ```
 inline averages key_averages(const trace_data& data, const key_averages_options& opt = {}) {
-  std::vector<op_event> events;
-  events.reserve(static_cast<std::size_t>(data.recorded()));
-  for (std::size_t t = 0; t < data.threads.size(); ++t) {
-    for (const record& r : data.threads[t].records) {
-      // Records with a category of their own are not ops: parts of a device execution (engine
-      // instructions, kernel phases; the execution's own record carries their time) or
-      // queue waits.
-      if (r.kind() != record_kind::scope || r.where->category != nullptr) continue;
-      op_event e;
-      e.name = r.where->name;
-      e.where = r.layer_of();
-      e.track = t;
-      e.begin_ns = data.ns_of(data.threads[t], r.begin);
-      e.end_ns = data.ns_of(data.threads[t], r.end);
-      e.correlation_id = r.payload;
-      if (r.where->input_shapes != nullptr) e.input_shapes = r.where->input_shapes;
-      events.push_back(std::move(e));
-    }
-  }
-  averages out = key_averages(std::span<const op_event>(events), opt);
+  averages out = detail::session_averages(data, opt).run();
   out.records_lost = data.lost();
   out.overflow = data.overflow;
   return out;

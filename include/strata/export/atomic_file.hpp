@@ -14,6 +14,10 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#endif
 
 namespace strata {
 inline namespace v1 {
@@ -51,11 +55,32 @@ class atomic_file {
   }
 
   /// Flushes, closes and renames the file into place.
+  ///
+  /// Replacing an existing file on Linux swaps the two atomically (`RENAME_EXCHANGE`) and then
+  /// removes the old one, rather than renaming over it: ext4 answers a rename that replaces a
+  /// file by writing the new file's data to disk before returning (its `auto_da_alloc`
+  /// heuristic), which made re-exporting a 146 MB trace take about 100 ms longer than writing
+  /// a new one. Readers see the same thing either way: the old file whole, then the new one
+  /// whole. Like any export without fsync, the new file reaches the disk when the kernel
+  /// writes it back, exactly as when the path did not exist before. (A crash between the swap
+  /// and the removal leaves the old content under the temporary name.)
   void commit() {
     if (std::fflush(file_) != 0 || std::ferror(file_) != 0) fail("flush");
     const int rc = std::fclose(file_);
     file_ = nullptr;
     if (rc != 0) fail("close");
+#if defined(__linux__) && defined(RENAME_EXCHANGE)
+    // Only a non-directory is swapped: renaming over a directory must keep failing.
+    struct stat existing{};
+    if (::lstat(path_.c_str(), &existing) == 0 && !S_ISDIR(existing.st_mode) &&
+        ::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_EXCHANGE) == 0) {
+      committed_ = true;
+      std::error_code ignored;
+      std::filesystem::remove(tmp_, ignored);  // the previous file, now under the temporary name
+      return;
+    }
+    // No file to replace, or a file system without the exchange: a plain rename.
+#endif
     std::error_code ec;
     std::filesystem::rename(tmp_, path_, ec);
     if (ec) throw error("cannot rename '" + tmp_.string() + "' to '" + path_.string() + "': " + ec.message());

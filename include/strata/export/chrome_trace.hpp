@@ -9,12 +9,16 @@
 // Timestamps are microseconds on the steady clock with three decimals, so nanoseconds survive.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,6 +27,7 @@
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/export/atomic_file.hpp"
+#include "strata/export/decimal.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
 
@@ -41,7 +46,9 @@ namespace detail {
 /// Streams trace events into a file through a bounded buffer.
 class chrome_trace_writer {
  public:
-  explicit chrome_trace_writer(const std::filesystem::path& path) : file_(path) {}
+  explicit chrome_trace_writer(const std::filesystem::path& path) : file_(path) {
+    buf_.reserve(flush_threshold + window_slack);
+  }
 
   fmt::memory_buffer& buffer() noexcept { return buf_; }
 
@@ -52,6 +59,29 @@ class chrome_trace_writer {
     ++events_;
     if (buf_.size() >= flush_threshold) flush();
   }
+
+  /// Room for `n` more bytes at the end of the buffer; `commit()` the end of what was written.
+  /// The hot loop writes events this way, counting them itself (`add_events`).
+  char* reserve(std::size_t n) {
+    const std::size_t used = buf_.size();
+    buf_.resize(used + n);  // grows the capacity when needed; leaves the bytes as they are
+    return buf_.data() + used;
+  }
+  void commit(const char* end) {
+    buf_.resize(static_cast<std::size_t>(end - buf_.data()));
+    if (buf_.size() >= flush_threshold) flush();
+  }
+  /// All the free room left before the next flush, at least `n` bytes; `commit()` the end of
+  /// what was written.
+  std::span<char> window(std::size_t n) {
+    if (buf_.size() >= flush_threshold) flush();
+    const std::size_t used = buf_.size();
+    const std::size_t room = std::max(n, flush_threshold + window_slack - used);
+    buf_.resize(used + room);
+    return {buf_.data() + used, room};
+  }
+  void add_events(std::uint64_t n) noexcept { events_ += n; }
+  std::uint64_t events() const noexcept { return events_; }
 
   void flush() {
     file_.write(std::string_view(buf_.data(), buf_.size()));
@@ -65,7 +95,9 @@ class chrome_trace_writer {
   }
 
  private:
-  static constexpr std::size_t flush_threshold = 1 << 16;
+  // Large writes: a trace is hundreds of megabytes, and each write() costs a system call.
+  static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
+  static constexpr std::size_t window_slack = std::size_t{1} << 16;
   atomic_file file_;
   fmt::memory_buffer buf_;
   std::uint64_t events_ = 0;
@@ -73,11 +105,198 @@ class chrome_trace_writer {
 
 /// Appends nanoseconds as microseconds with exactly three decimals.
 inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
-  if (ns < 0) {
-    out.push_back('-');
-    ns = -ns;
+  char text[max_us_chars];
+  out.append(text, write_us(text, ns));
+}
+
+/// A piece of JSON rendered once and copied into many events. Its storage is padded to whole
+/// 32-byte blocks so a copy moves fixed-size blocks instead of calling memcpy; the copy may
+/// write up to 31 bytes past the fragment's end, which the caller's reservation covers.
+class json_fragment {
+ public:
+  static constexpr std::size_t block = 32;
+
+  json_fragment() = default;
+  explicit json_fragment(std::string_view text)
+      : bytes_((text.size() + block - 1) / block * block, '\0'), size_(text.size()) {
+    bytes_.replace(0, text.size(), text);
   }
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
+
+  std::size_t size() const noexcept { return size_; }
+  /// Bytes a copy may touch.
+  std::size_t padded_size() const noexcept { return bytes_.size(); }
+
+  char* copy_to(char* p) const noexcept {
+    // Locals: a store through a char* may alias anything, `this` included, and would make the
+    // compiler reload both after every block.
+    const char* const from = bytes_.data();
+    const std::size_t n = size_;
+    for (std::size_t i = 0; i < n; i += block) std::memcpy(p + i, from + i, block);
+    return p + n;
+  }
+
+ private:
+  std::string bytes_;
+  std::size_t size_ = 0;
+};
+
+/// What every event of one site on one track shares, rendered once: everything before the
+/// timestamp, and what follows the numbers with and without a correlation id.
+struct event_text {
+  record_kind kind = record_kind::scope;
+  json_fragment lead;        ///< `,\n{"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":`
+  json_fragment tail;        ///< scope: after dur; instant: after ts (no correlation id)
+  json_fragment tail_open;   ///< the same up to a correlation id's digits; `}}` follows them
+  std::size_t max_bytes = 0; ///< most bytes one event writes, padding included
+};
+
+/// The event texts of one track's sites, found by the site's address in an open-addressing
+/// table: one hash and usually one probe per record instead of a node-based map.
+class event_texts {
+ public:
+  /// `where` is `"pid":..,"tid":..,"ts":` of the track.
+  explicit event_texts(std::string where) : where_(std::move(where)), slots_(64) {}
+
+  const event_text& of(const site* s) {
+    std::size_t i = slot_index(s);
+    while (slots_[i].key != nullptr) {
+      if (slots_[i].key == s) return texts_[slots_[i].text];
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    return insert(i, s);
+  }
+
+ private:
+  struct slot {
+    const site* key = nullptr;
+    std::size_t text = 0;
+  };
+
+  std::size_t slot_index(const site* s) const noexcept {
+    // Fibonacci hashing of the address; the low bits of an address say little.
+    const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(s)) * 0x9e3779b97f4a7c15ull;
+    return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
+  }
+
+  const event_text& insert(std::size_t i, const site* s) {
+    if ((texts_.size() + 1) * 2 > slots_.size()) {
+      std::vector<slot> old(slots_.size() * 2);
+      old.swap(slots_);
+      for (const slot& o : old) {
+        if (o.key == nullptr) continue;
+        std::size_t j = slot_index(o.key);
+        while (slots_[j].key != nullptr) j = (j + 1) & (slots_.size() - 1);
+        slots_[j] = o;
+      }
+      i = slot_index(s);
+      while (slots_[i].key != nullptr) i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i] = {s, texts_.size()};
+    texts_.push_back(render(*s));
+    return texts_.back();
+  }
+
+  event_text render(const site& s) const {
+    static constexpr std::string_view phase[] = {"X", "i", "C"};
+    fmt::memory_buffer p;
+    fmt::format_to(std::back_inserter(p), ",\n{{\"ph\":\"{}\",\"cat\":", phase[static_cast<int>(s.kind)]);
+    append_json_string(p, s.category != nullptr ? std::string_view(s.category) : layer_name(s.where));
+    p.append(std::string_view(",\"name\":"));
+    append_json_string(p, s.name != nullptr ? std::string_view(s.name) : std::string_view());
+    p.push_back(',');
+    p.append(where_);
+    event_text t;
+    t.kind = s.kind;
+    t.lead = json_fragment(std::string_view(p.data(), p.size()));
+
+    // Arguments (input shapes and small values) were rendered as JSON once per distinct set.
+    const std::string_view before = s.kind == record_kind::instant ? ",\"s\":\"t\"" : "";
+    std::string tail(before), tail_open(before);
+    if (s.kind == record_kind::counter) {
+      tail = ",\"args\":{\"value\":";  // the value and `}}` follow
+    } else if (s.args_json == nullptr) {
+      tail += "}";
+      tail_open += ",\"args\":{\"correlation_id\":";
+    } else {
+      const std::string args = fmt::format(",\"args\":{{{}", s.args_json);
+      tail += args + "}}";
+      tail_open += args + ",\"correlation_id\":";
+    }
+    t.tail = json_fragment(tail);
+    t.tail_open = json_fragment(tail_open);
+    t.max_bytes = t.lead.padded_size() + std::max(t.tail.padded_size(), t.tail_open.padded_size()) +
+                  us_writer::max_chars + max_us_chars + std::string_view(",\"dur\":").size() +
+                  std::max(max_decimal_chars, std::string_view("null").size()) +
+                  max_json_number_chars + std::string_view("}}").size() + json_fragment::block;
+    return t;
+  }
+
+  std::string where_;
+  std::vector<slot> slots_;
+  std::vector<event_text> texts_;
+};
+
+/// Writes the events of `data.threads[track]`'s records, offering each to `flows`; returns
+/// how many it wrote.
+inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data& data,
+                                        std::size_t track, std::string where, flow_builder& flows) {
+  const thread_track& t = data.threads[track];
+  event_texts texts(std::move(where));
+  // Copies, not references: the loop stores through char pointers, which may alias anything
+  // whose address is known, and the compiler would reload these after every store.
+  const clock_calibration clock = data.clock;
+  const bool in_ns = t.timestamps_in_ns;
+  const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
+    return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
+  };
+  us_writer ts;
+  // The loop writes into a window of the buffer and asks the writer for a new one only when
+  // an event might not fit.
+  char* p = nullptr;
+  char* end = nullptr;
+  const record* const records = t.records.data();
+  for (std::size_t i = 0; i < t.records.size(); ++i) {
+    const record& r = records[i];
+    const event_text& e = texts.of(r.where);
+    if (static_cast<std::size_t>(end - p) < e.max_bytes) {
+      if (p != nullptr) w.commit(p);
+      const auto window = w.window(e.max_bytes);
+      p = window.data();
+      end = p + window.size();
+    }
+    const std::int64_t begin_ns = ns_of(r.begin);
+    const std::uint64_t payload = r.payload;
+    if (payload != 0) flows.offer(track, i, r);
+    const record_kind kind = e.kind;
+    p = ts(e.lead.copy_to(p), begin_ns);
+    if (kind == record_kind::scope) {
+      std::memcpy(p, ",\"dur\":", 7);
+      p = write_us(p + 7, ns_of(r.end) - begin_ns);
+    } else if (kind == record_kind::counter) {
+      const double v = r.counter_value();
+      p = e.tail.copy_to(p);
+      // JSON has no NaN or infinity: such a sample is written as null.
+      if (std::isfinite(v)) {
+        p = write_json_number(p, v);
+      } else {
+        std::memcpy(p, "null", 4);
+        p += 4;
+      }
+      std::memcpy(p, "}}", 2);
+      p += 2;
+      continue;
+    }
+    // An instant's tail starts with `"s":"t"`.
+    if (payload == 0) {
+      p = e.tail.copy_to(p);
+    } else {
+      p = write_decimal(e.tail_open.copy_to(p), payload);
+      std::memcpy(p, "}}", 2);
+      p += 2;
+    }
+  }
+  if (p != nullptr) w.commit(p);
+  return t.records.size();
 }
 
 }  // namespace detail
@@ -151,60 +370,16 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
                    pid_of(t), t.tid, t.sort_index);
   }
 
-  // Each distinct descriptor's name and category are escaped once, not once per event.
-  std::unordered_map<const site*, std::string> prefix;
-  const auto prefix_of = [&](const site* s) -> const std::string& {
-    auto found = prefix.find(s);
-    if (found != prefix.end()) return found->second;
-    fmt::memory_buffer p;
-    static constexpr std::string_view phase[] = {"X", "i", "C"};
-    fmt::format_to(std::back_inserter(p), "{{\"ph\":\"{}\",\"cat\":",
-                   phase[static_cast<int>(s->kind)]);
-    detail::append_json_string(p, s->category != nullptr ? std::string_view(s->category)
-                                                         : layer_name(s->where));
-    p.append(std::string_view(",\"name\":"));
-    detail::append_json_string(p, s->name != nullptr ? std::string_view(s->name) : std::string_view());
-    return prefix.emplace(s, fmt::to_string(p)).first->second;
-  };
+  // Where each track's events are, `"pid":..,"tid":..,"ts":`, rendered once per track.
+  std::vector<std::string> where(data.threads.size());
+  for (std::size_t i = 0; i < data.threads.size(); ++i)
+    where[i] = fmt::format("\"pid\":{},\"tid\":{},\"ts\":", pid_of(data.threads[i]), data.threads[i].tid);
 
-  for (const thread_track& t : data.threads) {
-    for (const record& r : t.records) {
-      w.next_event();
-      const std::string& head = prefix_of(r.where);
-      out.append(head.data(), head.data() + head.size());
-      fmt::format_to(it, ",\"pid\":{},\"tid\":{},\"ts\":", pid_of(t), t.tid);
-      const std::int64_t begin_ns = data.ns_of(t, r.begin);
-      detail::append_us(out, begin_ns);
-      switch (r.kind()) {
-        case record_kind::scope:
-          out.append(std::string_view(",\"dur\":"));
-          detail::append_us(out, data.ns_of(t, r.end) - begin_ns);
-          break;
-        case record_kind::instant:
-          out.append(std::string_view(",\"s\":\"t\""));
-          break;
-        case record_kind::counter: {
-          const double v = r.counter_value();
-          // JSON has no NaN or infinity: such a sample is written as null.
-          if (std::isfinite(v))
-            fmt::format_to(it, ",\"args\":{{\"value\":{}}}}}", v);
-          else
-            out.append(std::string_view(",\"args\":{\"value\":null}}"));
-          continue;
-        }
-      }
-      // Arguments (input shapes and small values) were rendered as JSON once per distinct set.
-      const char* args = r.where->args_json;
-      if (args == nullptr && r.payload == 0) {
-        out.push_back('}');
-        continue;
-      }
-      out.append(std::string_view(",\"args\":{"));
-      if (args != nullptr) out.append(std::string_view(args));
-      if (r.payload != 0)
-        fmt::format_to(it, "{}\"correlation_id\":{}", args != nullptr ? "," : "", r.payload);
-      out.append(std::string_view("}}"));
-    }
+  // The metadata came first, so every record's event follows another and starts with a comma.
+  detail::flow_builder flow_paths(data);
+  for (std::size_t i = 0; i < data.threads.size(); ++i) {
+    const thread_track& t = data.threads[i];
+    w.add_events(detail::write_track_events(w, data, i, where[i], flow_paths));
     // Lost records are visible where the user looks: an instant at the end of the thread's track.
     if (t.lost != 0) {
       w.next_event();
@@ -216,15 +391,31 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   }
   // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
   // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
-  for (const detail::flow_point& f : detail::correlation_flows(data)) {
+  const std::vector<detail::flow_point> flows = flow_paths.build();
+  const detail::json_fragment flow_head(",\n{\"ph\":\"s\",\"id\":");  // the phase is patched in
+  const detail::json_fragment flow_name(",\"cat\":\"strata.flow\",\"name\":\"correlation\",");
+  const detail::json_fragment flow_bind("\"bp\":\"e\",");
+  const detail::json_fragment flow_args(",\"args\":{\"correlation_id\":");
+  std::vector<detail::json_fragment> flow_where;
+  flow_where.reserve(where.size());
+  for (const std::string& at : where) flow_where.emplace_back(at);
+  for (const detail::flow_point& f : flows) {
     const thread_track& t = data.threads[f.thread];
-    w.next_event();
-    fmt::format_to(it, "{{\"ph\":\"{}\",\"id\":{},\"cat\":\"strata.flow\",\"name\":\"correlation\",{}"
-                   "\"pid\":{},\"tid\":{},\"ts\":", f.phase, f.id, f.phase == 'f' ? "\"bp\":\"e\"," : "",
-                   pid_of(t), t.tid);
-    detail::append_us(out, data.ns_of(t, t.records[f.record].begin));
-    fmt::format_to(it, ",\"args\":{{\"correlation_id\":{}}}}}", f.correlation_id);
+    const detail::json_fragment& at = flow_where[f.thread];
+    char* p = w.reserve(flow_head.padded_size() + flow_name.padded_size() + flow_bind.padded_size() +
+                        at.padded_size() + flow_args.padded_size() + 2 * detail::max_decimal_chars +
+                        detail::max_us_chars + 2);
+    char* const start = p;
+    p = flow_head.copy_to(p);
+    start[9] = f.phase;
+    p = flow_name.copy_to(detail::write_decimal(p, f.id));
+    if (f.phase == 'f') p = flow_bind.copy_to(p);
+    p = detail::write_us(at.copy_to(p), data.ns_of(t, t.records[f.record].begin));
+    p = detail::write_decimal(flow_args.copy_to(p), f.correlation_id);
+    std::memcpy(p, "}}", 2);
+    w.commit(p + 2);
   }
+  w.add_events(flows.size());
   out.append(std::string_view("\n]}\n"));
   return w.finish(path);
 }

@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "strata/core/id_index.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
@@ -32,61 +32,112 @@ struct flow_point {
   std::size_t record = 0;
 };
 
-/// The flow events of `data`, ordered by flow id; ids count from 1.
-inline std::vector<flow_point> correlation_flows(const trace_data& data) {
-  struct at {
-    std::size_t thread, record;
+/// Sorts [first, last) stably by `less`. A path holds a handful of records, for which an
+/// insertion sort beats std::stable_sort, which allocates a buffer on every call.
+template <class It, class Less>
+void small_stable_sort(It first, It last, Less less) {
+  if (last - first > 32) {
+    std::stable_sort(first, last, less);
+    return;
+  }
+  for (It i = first; i != last; ++i) {
+    auto v = *i;
+    It j = i;
+    for (; j != first && less(v, *(j - 1)); --j) *j = *(j - 1);
+    *j = v;
+  }
+}
+
+/// Collects the records on correlation paths as they are offered (the Chrome trace writer
+/// offers each record it writes, so the records are read once), then builds the flows.
+class flow_builder {
+ public:
+  explicit flow_builder(const trace_data& data) : data_(data) {}
+
+  /// Offers `data.threads[thread].records[index]`; records must be offered thread by thread,
+  /// oldest first. Records without a correlation id may be skipped.
+  void offer(std::size_t thread, std::size_t index, const record& r) {
+    if (r.payload == 0 || r.kind() != record_kind::scope) return;
+    if (r.where->category != nullptr && r.layer_of() != layer::device) return;
+    // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
+    // dangling pointer to the returned pair (-Wdangling-pointer).
+    const std::pair<std::uint32_t, bool> found = ids_.find_or_add(r.payload);
+    const std::uint32_t p = found.first;
+    const auto m = static_cast<std::uint32_t>(members_.size());
+    if (found.second) {
+      paths_.push_back({r.payload, m, m});
+    } else {
+      members_[paths_[p].last].next = m;
+      paths_[p].last = m;
+    }
+    members_.push_back({r.begin, r.end, index, static_cast<std::uint32_t>(thread), none, r.layer_of()});
+  }
+
+  /// The flow events, ordered by flow id; ids count from 1.
+  std::vector<flow_point> build() const;
+
+ private:
+  static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
+  // What building reads of a record, so it does not go back to the records (a trace's records
+  // rarely fit in cache); members of one path are linked in the order they were offered.
+  struct member {
+    std::uint64_t begin, end;
+    std::size_t record;
+    std::uint32_t thread;
+    std::uint32_t next;
+    layer where;
   };
   struct path {
-    bool has_op = false;
-    at op{};
-    std::vector<at> runtime;
-    std::map<std::size_t, at> device_first;  // by thread: each device track's earliest record
+    std::uint64_t correlation_id;
+    std::uint32_t first, last;
   };
-  const auto& threads = data.threads;
-  const auto rec = [&](const at& a) -> const record& { return threads[a.thread].records[a.record]; };
 
-  std::unordered_map<std::uint64_t, path> paths;
-  std::vector<std::uint64_t> order;  // first-seen order keeps the output deterministic
-  for (std::size_t t = 0; t < threads.size(); ++t) {
-    const auto& records = threads[t].records;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      const record& r = records[i];
-      if (r.payload == 0 || r.kind() != record_kind::scope) continue;
-      if (r.where->category != nullptr && r.layer_of() != layer::device) continue;
-      auto [it, fresh] = paths.try_emplace(r.payload);
-      if (fresh) order.push_back(r.payload);
-      path& p = it->second;
-      switch (r.layer_of()) {
+  const trace_data& data_;
+  id_index ids_;
+  std::vector<path> paths_;  // first-seen order keeps the output deterministic
+  std::vector<member> members_;
+};
+
+inline std::vector<flow_point> flow_builder::build() const {
+  struct at {
+    std::size_t thread, record;
+    std::uint64_t begin;
+  };
+  const auto& threads = data_.threads;
+  std::vector<flow_point> out;
+  out.reserve(members_.size());
+  std::vector<at> host, device;  // reused from path to path
+  std::uint64_t next_id = 1;
+  const auto earlier = [](const at& a, const at& b) { return a.begin < b.begin; };
+  for (const path& p : paths_) {
+    const std::uint64_t c = p.correlation_id;
+    host.assign(1, at{});  // slot 0: the op, if the path has one
+    device.clear();
+    const member* op = nullptr;
+    for (std::uint32_t k = p.first; k != none; k = members_[k].next) {
+      const member& m = members_[k];
+      const at a{m.thread, m.record, m.begin};
+      switch (m.where) {
         case layer::framework:
         case layer::user:
           // The outermost op of the id: the earliest, and the longer of two on one tick.
-          if (!p.has_op || r.begin < rec(p.op).begin ||
-              (r.begin == rec(p.op).begin && r.end > rec(p.op).end)) {
-            p.has_op = true;
-            p.op = {t, i};
+          if (op == nullptr || m.begin < op->begin || (m.begin == op->begin && m.end > op->end)) {
+            op = &m;
+            host[0] = a;
           }
           break;
         case layer::runtime:
-          p.runtime.push_back({t, i});
+          host.push_back(a);
           break;
         case layer::device:
-          p.device_first.try_emplace(t, at{t, i});  // a track's records are oldest first
+          // Each device track's earliest record (a track's records are oldest first, and
+          // tracks are offered in order, so this is also the order of the tracks).
+          if (device.empty() || device.back().thread != a.thread) device.push_back(a);
           break;
       }
     }
-  }
-
-  std::vector<flow_point> out;
-  std::uint64_t next_id = 1;
-  for (std::uint64_t c : order) {
-    path& p = paths[c];
-    std::stable_sort(p.runtime.begin(), p.runtime.end(),
-                     [&](const at& a, const at& b) { return rec(a).begin < rec(b).begin; });
-    std::vector<at> host;
-    host.reserve(p.runtime.size() + 1);
-    if (p.has_op) host.push_back(p.op);
-    for (const at& r : p.runtime) host.push_back(r);
+    small_stable_sort(host.begin() + 1, host.end(), earlier);
+    if (op == nullptr) host.erase(host.begin());
     if (host.size() >= 2) {
       const std::uint64_t id = next_id++;
       for (std::size_t k = 0; k < host.size(); ++k) {
@@ -95,11 +146,8 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
       }
     }
     if (host.empty()) continue;
-    std::vector<at> device;
-    for (const auto& [thread, first] : p.device_first) device.push_back(first);
-    std::stable_sort(device.begin(), device.end(),
-                     [&](const at& a, const at& b) { return rec(a).begin < rec(b).begin; });
-    const auto ns = [&](const at& a) { return data.ns_of(threads[a.thread], rec(a).begin); };
+    small_stable_sort(device.begin(), device.end(), earlier);
+    const auto ns = [&](const at& a) { return data_.ns_of(threads[a.thread], a.begin); };
     for (const at& d : device) {
       // The latest host record that began before the device work did launched it.
       std::size_t from = 0;
@@ -111,6 +159,16 @@ inline std::vector<flow_point> correlation_flows(const trace_data& data) {
     }
   }
   return out;
+}
+
+/// The flow events of `data`, ordered by flow id; ids count from 1.
+inline std::vector<flow_point> correlation_flows(const trace_data& data) {
+  flow_builder flows(data);
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    const auto& records = data.threads[t].records;
+    for (std::size_t i = 0; i < records.size(); ++i) flows.offer(t, i, records[i]);
+  }
+  return flows.build();
 }
 
 }  // namespace detail
