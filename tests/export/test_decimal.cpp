@@ -19,7 +19,7 @@ std::string decimal(std::uint64_t v) {
   return {text, strata::detail::write_decimal(text, v)};
 }
 
-std::string us(std::int64_t ns) {
+std::string decimal_us(std::int64_t ns) {
   char text[strata::detail::max_us_chars];
   return {text, strata::detail::write_us(text, ns)};
 }
@@ -53,10 +53,10 @@ TEST_CASE("decimal: integers at every digit count and block edge") {
 }
 
 TEST_CASE("decimal: microseconds with three decimals, alone and from a track's writer") {
-  CHECK(us(0) == "0.000");
-  CHECK(us(-1500) == "-1.500");
-  CHECK(us(std::numeric_limits<std::int64_t>::min()) == "-9223372036854775.808");
-  CHECK(us(std::numeric_limits<std::int64_t>::max()) == "9223372036854775.807");
+  CHECK(decimal_us(0) == "0.000");
+  CHECK(decimal_us(-1500) == "-1.500");
+  CHECK(decimal_us(std::numeric_limits<std::int64_t>::min()) == "-9223372036854775.808");
+  CHECK(decimal_us(std::numeric_limits<std::int64_t>::max()) == "9223372036854775.807");
   strata::detail::us_writer track;
   const auto tracked = [&](std::int64_t ns) {
     char text[strata::detail::us_writer::max_chars];
@@ -71,7 +71,7 @@ TEST_CASE("decimal: microseconds with three decimals, alone and from a track's w
     else if (k == 1) t = -t;
     else if (k == 2) t = static_cast<std::int64_t>(rng() % 100000000);
     else t += static_cast<std::int64_t>(rng() % 20000);
-    REQUIRE(us(t) == us_by_fmt(t));
+    REQUIRE(decimal_us(t) == us_by_fmt(t));
     REQUIRE(tracked(t) == us_by_fmt(t));
   }
 }
