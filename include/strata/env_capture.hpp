@@ -10,6 +10,9 @@
 // strata/strata.hpp does not include it.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -39,6 +42,18 @@ inline std::string_view trim(std::string_view s) noexcept {
 }
 
 /// "framework,runtime" or "all" → a layer set; an unknown name raises strata::error.
+/// A decimal count of at most 12 digits (surrounding blanks allowed), or nullopt.
+inline std::optional<std::size_t> parse_count(std::string_view raw) {
+  const std::string_view text = trim(raw);
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  std::size_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return value;
+}
+
 inline layer_set parse_layers(std::string_view text) {
   if (trim(text) == "all") return layer_set::all();
   layer_set set;
@@ -76,6 +91,7 @@ inline layer_set parse_layers(std::string_view text) {
 /// | `STRATA_OVERFLOW` | `drop_newest` or `overwrite_oldest` | `drop_newest` |
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
+/// | `STRATA_DRAIN_INTERVAL_US` | background drain every N microseconds (0: none) | `0` |
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
     const char* v = lookup(name);
@@ -92,17 +108,18 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
   if (auto layers = get("STRATA_LAYERS"); layers && !layers->empty())
     config.layers = detail::parse_layers(*layers);
   if (auto capacity = get("STRATA_BUFFER_CAPACITY"); capacity && !capacity->empty()) {
-    const std::string_view text = detail::trim(*capacity);
-    std::size_t value = 0;
-    bool digits = !text.empty() && text.size() <= 12;
-    for (char c : text) {
-      if (c < '0' || c > '9') digits = false;
-      else value = value * 10 + static_cast<std::size_t>(c - '0');
-    }
-    if (!digits)
+    const auto value = detail::parse_count(*capacity);
+    if (!value)
       throw error("STRATA_BUFFER_CAPACITY='" + *capacity +
                   "': use a power of two (records per thread), such as 65536");
-    config.buffer_capacity = value;
+    config.buffer_capacity = *value;
+  }
+  if (auto interval = get("STRATA_DRAIN_INTERVAL_US"); interval && !interval->empty()) {
+    const auto value = detail::parse_count(*interval);
+    if (!value)
+      throw error("STRATA_DRAIN_INTERVAL_US='" + *interval +
+                  "': use microseconds between background drains, such as 1000, or 0 for none");
+    config.drain_interval = std::chrono::microseconds(static_cast<std::int64_t>(*value));
   }
   if (auto overflow = get("STRATA_OVERFLOW"); overflow && !overflow->empty()) {
     const std::string_view text = detail::trim(*overflow);

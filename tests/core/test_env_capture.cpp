@@ -49,6 +49,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->overflow == strata::overflow_policy::drop_newest);
     CHECK(config->capture_cores == "all");
     CHECK_FALSE(config->record_shapes);
+    CHECK(config->drain_interval == std::chrono::microseconds(0));
   }
   SUBCASE("all set") {
     const auto config = strata::capture_config_from_env(
@@ -58,7 +59,8 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_BUFFER_CAPACITY", "4096"},
                   {"STRATA_OVERFLOW", "overwrite_oldest"},
                   {"STRATA_CAPTURE_CORES", "0,2-3"},
-                  {"STRATA_RECORD_SHAPES", "1"}}}
+                  {"STRATA_RECORD_SHAPES", "1"},
+                  {"STRATA_DRAIN_INTERVAL_US", "250"}}}
             .lookup());
     REQUIRE(config.has_value());
     CHECK(config->output_dir == "/tmp/somewhere");
@@ -67,6 +69,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->overflow == strata::overflow_policy::overwrite_oldest);
     CHECK(config->capture_cores == "0,2-3");
     CHECK(config->record_shapes);
+    CHECK(config->drain_interval == std::chrono::microseconds(250));
   }
   SUBCASE("layers: all") {
     const auto config = strata::capture_config_from_env(
@@ -88,6 +91,8 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
   CHECK(layers.find("'gpu'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,,user"}}})
             .find("STRATA_LAYERS: unknown layer ''") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_DRAIN_INTERVAL_US", "-5"}}})
+            .find("STRATA_DRAIN_INTERVAL_US='-5'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "64k"}}})
             .find("STRATA_BUFFER_CAPACITY='64k'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "99999999999999999999"}}})
