@@ -16,6 +16,7 @@
 
 #include <benchmark/benchmark.h>
 
+#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
 
 #ifndef STRATA_BENCH_BUILD

@@ -15,6 +15,8 @@
 
 #include <benchmark/benchmark.h>
 
+#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
+#include "strata/profiler.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/device_track.hpp"
 #include "strata/export/atomic_file.hpp"

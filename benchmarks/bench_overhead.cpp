@@ -24,6 +24,7 @@
 #include <benchmark/benchmark.h>
 
 #include "overhead_cases.hpp"
+#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
 
 #ifndef STRATA_BENCH_BUILD

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "overhead_cases.hpp"
+#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
 
 namespace {

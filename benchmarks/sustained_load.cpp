@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "strata/core/macros.hpp"
+#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
 
 namespace {

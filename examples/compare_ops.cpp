@@ -9,6 +9,11 @@
 //
 // Writes OUTPUT_DIR/<implementation>/trace.json, prints each key_averages table, a side-by-side
 // comparison and which implementation wins and why, worked out from the measured figures.
+// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
+// in header-only mode, no -lfmt is needed.
+#define STRATA_IMPLEMENTATION
+#include "strata/profiler.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -24,7 +29,6 @@
 
 #include "command_line.hpp"
 #include "nki_kernels.hpp"
-#include "strata/strata.hpp"
 
 namespace {
 
@@ -176,7 +180,7 @@ figures measure(const std::string& name, const options& o, sim::runtime& rt, con
   fmt::print("== {}: key_averages (sorted by device_time_total)\n{}\n", name,
              avg.table({.sort_by = "device_time_total", .row_limit = 12}));
   const auto written = prof.export_chrome_trace();
-  fmt::print("trace: {}\n\n", written.path.string());
+  fmt::print("trace: {}\n\n", written.path);
   return f;
 }
 

@@ -7,6 +7,11 @@
 // take a correlation id, open a framework-layer scope named after the op with that id, and
 // hand the same id to the runtime submission. The kernel's phases (`k.phase("exp")`) show
 // nested in its execution on the core's Kernel track.
+// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
+// in header-only mode, no -lfmt is needed.
+#define STRATA_IMPLEMENTATION
+#include "strata/profiler.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +20,6 @@
 #include <vector>
 
 #include "nki_kernels.hpp"
-#include "strata/strata.hpp"
 
 namespace {
 

@@ -6,6 +6,11 @@
 // Each step serves one request per worker thread, on two simulated NeuronCores. A request is
 // one decoding step of a block: embedding lookup (host), attention against a KV cache,
 // and an MLP with GELU, each op dispatched to the device like a PyTorch eager op.
+// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
+// in header-only mode, no -lfmt is needed.
+#define STRATA_IMPLEMENTATION
+#include "strata/profiler.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -19,7 +24,6 @@
 
 #include "command_line.hpp"
 #include "strata/sim.hpp"
-#include "strata/strata.hpp"
 
 namespace {
 
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
 
     fmt::print("served {} steps x {} requests of {} tokens (checksum {:.6f})\n", o.steps, o.workers,
                o.tokens, checksum);
-    for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f.string());
+    for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f);
     fmt::print("\nlast window, key_averages grouped by input shape:\n{}\n",
                prof.key_averages({.group_by_input_shape = true})
                    .table({.sort_by = "self_device_time_total", .row_limit = 15}));

@@ -1,4 +1,5 @@
-#include <strata/strata.hpp>
+#define STRATA_IMPLEMENTATION  // in one file of the program: compiles strata's implementation
+#include <strata/profiler.hpp>
 #include <thread>
 
 void matmul() { STRATA_SCOPE_LAYER(strata::layer::framework, "aten::matmul"); /* ... */ }

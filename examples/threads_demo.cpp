@@ -1,12 +1,16 @@
 // The foundation's main job: several threads record nested scopes, instants and counters; the
 // trace goes to strata-out/trace.json. A later example (compare_ops) takes its place.
+// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
+// in header-only mode, no -lfmt is needed.
+#define STRATA_IMPLEMENTATION
+#include "strata/profiler.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "strata/strata.hpp"
 
 namespace {
 

@@ -15,7 +15,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "strata/analysis/key_averages.hpp"
+#include "strata/core/capture_cores.hpp"
+#include "strata/core/clock.hpp"
+#include "strata/core/intern.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/session.hpp"
+#include "strata/core/thread_registry.hpp"
+#include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
 
 namespace strata_test {

@@ -8,6 +8,7 @@
 // Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -16,7 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "strata/strata.hpp"
+#include "strata/args/op_args.hpp"
+#include "strata/core/device_track.hpp"
+#include "strata/profiler.hpp"
 
 namespace {
 

@@ -24,6 +24,7 @@
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/profiler_config.hpp"
 #include "strata/profiler.hpp"
 

@@ -1,81 +1,45 @@
-// strata/profiler.hpp: the session front end: configure, start, stop, export.
+// strata/profiler.hpp: the session front end: configure, start, stop, export, tables.
 //
-//   STRATA_* macros ──▶ per-thread ring buffers ──▶ profiler::stop() collects ──▶ trace_data
-//                                                         │
-//                                   export_chrome_trace() ◀┘ (export/chrome_trace.hpp)
+//   STRATA_* macros ──▶ per-thread buffers ──▶ profiler::stop() collects ──▶ trace_data
+//                                                     │
+//          export_chrome_trace(), key_averages() ◀────┘
+//
+// Include it in the file that runs a session. It only declares: the definitions are compiled
+// once per program, in the one C++ file that defines STRATA_IMPLEMENTATION before including
+// this header (or <strata/strata.h>); that file may be this one:
+//
+//   #define STRATA_IMPLEMENTATION
+//   #include <strata/profiler.hpp>
+//
+// Built with STRATA_ENABLED=0, that implementation is a profiler that records nothing and
+// says so once on stderr.
 #pragma once
 
-#include <atomic>
-#include <bit>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <system_error>
 #include <vector>
 
-#include "strata/analysis/key_averages.hpp"
-#include "strata/core/capture_cores.hpp"
-#include "strata/core/clock.hpp"
-#include "strata/core/error.hpp"
-#include "strata/core/intern.hpp"
+#include "strata/analysis/averages.hpp"
+#include "strata/core/config.hpp"
 #include "strata/core/profiler_config.hpp"
 #include "strata/core/schedule.hpp"
-#include "strata/core/scope.hpp"
-#include "strata/core/session.hpp"
-#include "strata/core/background_drain.hpp"
-#include "strata/core/thread_registry.hpp"
-#include "strata/export/atomic_file.hpp"
-#include "strata/export/chrome_trace.hpp"
+#include "strata/export/export_result.hpp"
+#include "strata/strata.hpp"
 
 namespace strata {
 inline namespace v1 {
+
+class core_set;
+struct trace_data;
 
 /// Totals of a session, like the footer of torch.profiler's table.
 struct profiler_stats {
   std::uint64_t recorded = 0;  ///< records captured (collected or waiting in buffers)
   std::uint64_t dropped = 0;   ///< records lost to full buffers (dropped or overwritten)
   std::uint64_t threads = 0;   ///< threads that recorded at least once
+  /// strata's implementation was compiled with STRATA_ENABLED=0: nothing is ever recorded.
+  bool compiled_out = false;
 };
-
-namespace detail {
-
-inline std::string program_name() {
-#if defined(__linux__)
-  std::ifstream comm("/proc/self/comm");
-  std::string name;
-  if (std::getline(comm, name) && !name.empty()) return name;
-#endif
-  return "strata";
-}
-
-inline bool is_power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
-
-/// Creates `dir` if needed and proves it writable by creating and removing a file in it.
-inline void check_output_dir(const std::filesystem::path& dir) {
-  if (dir.empty()) throw error("profiler_config::output_dir is empty; set it to a directory path");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw error("profiler_config::output_dir '" + dir.string() + "' cannot be created" +
-                (ec ? ": " + ec.message() : std::string(": a file of that name exists")) +
-                "; choose a writable directory");
-  const std::filesystem::path probe =
-      dir / (".strata-write-check." + std::to_string(atomic_file::process_id()));
-  std::FILE* f = std::fopen(probe.c_str(), "wb");
-  if (f == nullptr)
-    throw error("profiler_config::output_dir '" + dir.string() +
-                "' is not writable; choose a writable directory");
-  std::fclose(f);
-  std::filesystem::remove(probe, ec);
-}
-
-// The one profiler that may record at a time, like torch.profiler's single active session.
-inline constinit std::atomic<const void*> active_profiler{nullptr};
-
-}  // namespace detail
 
 /// The steps of one recorded window of a schedule, both included (-1: none yet).
 struct step_window {
@@ -117,114 +81,45 @@ struct step_window {
 class profiler {
  public:
   /// Checks `config`; raises `strata::error` naming the field to change.
-  explicit profiler(profiler_config config = {}) : config_(std::move(config)) {
-    // The limit comes first: std::bit_ceil of a value above 2^63 (a wrapped -1, say) is undefined.
-    if (config_.buffer_capacity > max_buffer_capacity)
-      throw error("profiler_config::buffer_capacity " + std::to_string(config_.buffer_capacity) +
-                  " exceeds the limit of " + std::to_string(max_buffer_capacity) +
-                  " records per thread; lower it");
-    if (!detail::is_power_of_two(config_.buffer_capacity) || config_.buffer_capacity < 2)
-      throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
-                  "records per thread; got " + std::to_string(config_.buffer_capacity) +
-                  (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
-    if (config_.drain_interval.count() < 0)
-      throw error("profiler_config::drain_interval is negative (" +
-                  std::to_string(config_.drain_interval.count()) +
-                  " us); use 0 for no background drain");
-    if (config_.layers.empty())
-      throw error("profiler_config::layers is empty, so nothing would be recorded; "
-                  "capture at least one layer");
-    detail::check_schedule(config_.schedule);
-    cores_ = core_set::parse(config_.capture_cores);
-    detail::check_output_dir(config_.output_dir);
-    if (config_.process_name.empty()) config_.process_name = detail::program_name();
-    clock::select_once();
-  }
-
+  explicit profiler(profiler_config config = {});
+  ~profiler();
   profiler(const profiler&) = delete;
   profiler& operator=(const profiler&) = delete;
-
-  ~profiler() {
-    if (started_) {
-      try {
-        stop();
-      } catch (...) {
-        // stop() throws on allocation failure while collecting, or what on_trace_ready
-        // throws; a destructor has nowhere to report either.
-      }
-    }
-  }
 
   /// Starts the session at step 0 (recording at once without a schedule). Raises
   /// `strata::error` if another profiler is running or the output directory is no longer
   /// writable. Records and trace files of an earlier session of this profiler are forgotten
   /// (the files stay on disk).
-  void start() {
-    if (started_) throw error("profiler::start() called twice; call stop() first");
-    no_reentry("start");
-    detail::check_output_dir(config_.output_dir);
-    const void* expected = nullptr;
-    if (!detail::active_profiler.compare_exchange_strong(expected, this))
-      throw error("another strata::profiler is recording; stop it before starting this one");
-    started_ = true;
-    data_ = trace_data{};
-    trace_files_.clear();
-    window_ = {};
-    step_num_ = 0;
-    action_ = action_at(config_.schedule, 0);
-    std::exception_ptr failed = transition(profiler_action::none, action_, false);
-    open_step();
-    if (failed) std::rethrow_exception(failed);
-  }
+  void start();
 
-  /// Ends the current step and enters the next (torch.profiler's `profile.step()`). With a
-  /// schedule this may end a window (collecting it and calling `on_trace_ready`) and start
-  /// another. Without one it only counts. Call it from one thread; an exception thrown by
-  /// `on_trace_ready` is passed on once the profiler is in the new step. Does nothing when
-  /// the profiler is not started.
-  void step() {
-    if (!started_) return;
-    no_reentry("step");
-    close_step();
-    const profiler_action prev = action_;
-    ++step_num_;
-    action_ = action_at(config_.schedule, step_num_);
-    std::exception_ptr failed = transition(prev, action_, false);
-    open_step();
-    if (failed) std::rethrow_exception(failed);
-  }
+  /// Ends the current step and enters the next (torch.profiler's `profile.step()`; also what
+  /// `STRATA_STEP()` calls). With a schedule this may end a window (collecting it and calling
+  /// `on_trace_ready`) and start another. Without one it only counts. Call it from one thread;
+  /// an exception thrown by `on_trace_ready` is passed on once the profiler is in the new step.
+  /// Does nothing when the profiler is not started.
+  void step();
 
   /// Stops the session and collects every thread's records of the open window (exited
   /// threads included), then calls `on_trace_ready` if a window was recording. A scope still
   /// open at this point is not recorded (as in torch.profiler).
-  void stop() {
-    if (!started_) return;
-    no_reentry("stop");
-    close_step();
-    std::exception_ptr failed = transition(action_, profiler_action::none, true);
-    if (failed) std::rethrow_exception(failed);
-  }
+  void stop();
 
   /// Whether the profiler is between `start()` and `stop()` (with a schedule, also during
   /// steps that do not record).
-  bool running() const noexcept { return started_; }
+  bool running() const noexcept;
   /// Whether records are being taken now: a session runs and the step records.
-  bool recording() const noexcept { return recording_; }
+  bool recording() const noexcept;
   /// The current step: 0 after `start()`, one more after each `step()`.
-  std::int64_t step_num() const noexcept { return step_num_; }
+  std::int64_t step_num() const noexcept;
   /// The action of the current step.
-  profiler_action current_action() const noexcept { return action_; }
+  profiler_action current_action() const noexcept;
   /// The first and last steps of the last collected window (or of the one recording now).
-  step_window window() const noexcept { return window_; }
+  step_window window() const noexcept;
 
   /// Writes the last collected window as Chrome trace JSON to `path` (default:
   /// `output_dir/trace.json`), atomically. Returns what was written. Raises `strata::error`
   /// while a window is recording.
-  export_result export_chrome_trace(std::filesystem::path path = {}) const {
-    if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
-    if (path.empty()) path = config_.output_dir / "trace.json";
-    return write_chrome_trace(data_, path);
-  }
+  export_result export_chrome_trace(const std::string& path = {}) const;
 
   /// torch.profiler's `prof.key_averages()`: per-op totals of the last collected window, as a
   /// table object (`table()`, `to_csv()`, `to_json()`). Device time is attributed through
@@ -235,169 +130,40 @@ class profiler {
   /// ```cpp
   /// std::puts(prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10}).c_str());
   /// ```
-  averages key_averages(key_averages_options options = {}) const {
-    if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
-    if (!config_.correlate_device_time) options.correlate_device_time = false;
-    return strata::key_averages(data_, options);
-  }
+  averages key_averages(key_averages_options options = {}) const;
 
   /// Writes the last collected window to a file of its own,
   /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
   /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …
   /// before `.json` while the name exists, so an earlier file is never overwritten. This is
   /// the default `on_trace_ready` with a schedule. The path is added to `trace_files()`.
-  export_result export_window_trace() {
-    if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
-    const std::string stem =
-        "trace_step" + std::to_string(window_.first) + "-" + std::to_string(window_.last);
-    std::filesystem::path path = config_.output_dir / (stem + ".json");
-    for (int n = 1; std::filesystem::exists(path); ++n)
-      path = config_.output_dir / (stem + "." + std::to_string(n) + ".json");
-    export_result r = write_chrome_trace(data_, path);
-    trace_files_.push_back(r.path);
-    return r;
-  }
+  export_result export_window_trace();
 
   /// The files `export_window_trace()` wrote since `start()`, oldest first.
-  const std::vector<std::filesystem::path>& trace_files() const noexcept { return trace_files_; }
+  const std::vector<std::string>& trace_files() const noexcept;
 
   /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
-  profiler_stats stats() const {
-    profiler_stats s;
-    if (recording_) {
-      detail::registry::instance().for_each_buffer(
-          [&](detail::thread_buffer& b, const detail::thread_info&) {
-            s.recorded += b.drained.size();
-            s.dropped += b.lost;
-            ++s.threads;
-          });
-      return s;
-    }
-    s.recorded = data_.recorded();
-    s.dropped = data_.lost();
-    s.threads = data_.threads.size();
-    return s;
-  }
+  profiler_stats stats() const;
 
   /// Passes the background drain (`profiler_config::drain_interval`) has completed so far,
   /// over all sessions of this profiler. Reading it drains nothing.
-  std::uint64_t background_drains() const noexcept { return drain_.passes(); }
+  std::uint64_t background_drains() const noexcept;
 
-  /// What the last collected window (the whole session without a schedule) captured.
-  const trace_data& data() const noexcept { return data_; }
-  const profiler_config& config() const noexcept { return config_; }
-  /// The cores of `config().capture_cores`.
-  const core_set& capture_cores() const noexcept { return cores_; }
+  /// What the last collected window (the whole session without a schedule) captured
+  /// (strata/core/session.hpp defines it).
+  const trace_data& data() const noexcept;
+  const profiler_config& config() const noexcept;
+  /// The cores of `config().capture_cores` (strata/core/capture_cores.hpp defines core_set).
+  const core_set& capture_cores() const noexcept;
 
  private:
-  void no_reentry(const char* what) const {
-    if (in_handler_)
-      throw error(std::string("profiler::") + what + "() called from on_trace_ready; "
-                  "the handler may only read the profiler and export its trace");
-  }
-
-  // torch.profiler's transition table, with nothing to prepare in warmup. `exiting`: the
-  // transition of stop() (`next` is then ignored). Returns what on_trace_ready threw, so the
-  // caller finishes its own bookkeeping first.
-  std::exception_ptr transition(profiler_action prev, profiler_action next, bool exiting) {
-    const bool next_records = !exiting && is_recording(next);
-    bool ready = false;
-    if (prev == profiler_action::record_and_save) {
-      end_window();
-      ready = true;
-    } else if (prev == profiler_action::record && !next_records) {
-      end_window();
-      ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
-    }
-    if (exiting) {
-      started_ = false;
-      detail::active_profiler.store(nullptr);
-    }
-    std::exception_ptr failed;
-    if (ready) failed = trace_ready();
-    if (next_records && !recording_) begin_window();
-    return failed;
-  }
-
-  void begin_window() {
-    data_ = trace_data{};
-    data_.pid = static_cast<std::uint64_t>(atomic_file::process_id());
-    data_.process_name = config_.process_name;
-    data_.layers = config_.layers;
-    data_.buffer_capacity = config_.buffer_capacity;
-    data_.overflow = config_.overflow;
-    data_.clock = clock_calibration::begin();
-    data_.start_ticks = clock::now();
-    window_ = {step_num_, step_num_};
-    recording_ = true;
-    detail::registry::instance().begin_session({.layers = config_.layers,
-                                                .buffer_capacity = config_.buffer_capacity,
-                                                .overflow = config_.overflow,
-                                                .record_args = config_.record_shapes,
-                                                .cores = cores_,
-                                                .max_events_per_core = config_.max_events_per_core,
-                                                .max_records = config_.max_session_records});
-    drain_.start(config_.drain_interval);
-  }
-
-  void end_window() {
-    auto& reg = detail::registry::instance();
-    reg.end_session();
-    data_.stop_ticks = clock::now();
-    drain_.stop();
-    recording_ = false;
-    detail::collect_session(data_);
-    data_.clock.finish();
-  }
-
-  std::exception_ptr trace_ready() {
-    const bool use_default = !config_.on_trace_ready && config_.schedule.enabled();
-    if (!config_.on_trace_ready && !use_default) return nullptr;
-    in_handler_ = true;
-    std::exception_ptr failed;
-    try {
-      if (use_default)
-        export_window_trace();
-      else
-        config_.on_trace_ready(*this);
-    } catch (...) {
-      failed = std::current_exception();
-    }
-    in_handler_ = false;
-    return failed;
-  }
-
-  // ProfilerStep#N: opened after the transition into step N, closed before the next one, so
-  // a window holds exactly its own steps.
-  void open_step() {
-    step_begin_ = 0;
-    if (!recording_) return;
-    window_.last = step_num_;
-    if (!config_.schedule.enabled() || !config_.layers.contains(layer::framework)) return;
-    step_site_ = intern(layer::framework, "ProfilerStep#" + std::to_string(step_num_));
-    step_begin_ = clock::now();
-  }
-
-  void close_step() {
-    if (step_begin_ != 0 && recording_) append_record(step_site_, step_begin_, clock::now());
-    step_begin_ = 0;
-  }
-
-  profiler_config config_;
-  core_set cores_;
-  trace_data data_;
-  std::vector<std::filesystem::path> trace_files_;
-  step_window window_;
-  std::int64_t step_num_ = 0;
-  profiler_action action_ = profiler_action::none;
-  const site* step_site_ = nullptr;
-  std::uint64_t step_begin_ = 0;
-  bool started_ = false;    // between start() and stop()
-  bool recording_ = false;  // a registry session runs
-  bool in_handler_ = false;
-  // Last, so that it is destroyed (its thread joined) first.
-  detail::background_drain drain_;
+  struct session;
+  session* session_;
 };
 
 }  // namespace v1
 }  // namespace strata
+
+#if defined(STRATA_IMPLEMENTATION)
+#include "strata/implementation.hpp"
+#endif

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/analysis/averages_table.hpp"
+#include "strata/analysis/averages.hpp"
+#include "strata/analysis/table_format.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/error.hpp"
 

@@ -9,6 +9,7 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/args/op_args.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/impl/args.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 
@@ -30,12 +31,26 @@ struct mixed_args {
 
 constexpr strata::site mm_site{"aten::mm", "f.cpp", 1, layer::framework, record_kind::scope};
 
-std::string shapes_of(const strata::detail::rendered_args& r) {
-  return std::string(r.input_shapes.data(), r.input_shapes.size());
+// An argument set as the implementation renders it: encoded as a scope encodes it, then
+// rendered as the implementation does for a set its cache has not seen.
+struct rendered_args {
+  std::string input_shapes;
+  std::string json;
+};
+
+template <class Args>
+void render_args(const Args& args, rendered_args& out) {
+  strata::detail::arg_words words;
+  strata::detail::encode_args(words, args);
+  REQUIRE_FALSE(words.overflowed());
+  fmt::memory_buffer shapes, json;
+  REQUIRE(strata::detail::render_encoded_args(words.data(), words.size(), shapes, json));
+  out.input_shapes.assign(shapes.data(), shapes.size());
+  out.json.assign(json.data(), json.size());
 }
-std::string json_of(const strata::detail::rendered_args& r) {
-  return std::string(r.json.data(), r.json.size());
-}
+
+std::string shapes_of(const rendered_args& r) { return r.input_shapes; }
+std::string json_of(const rendered_args& r) { return r.json; }
 
 std::vector<const strata::record*> scopes_named(const strata::trace_data& d, std::string_view n) {
   std::vector<const strata::record*> out;
@@ -48,14 +63,14 @@ std::vector<const strata::record*> scopes_named(const strata::trace_data& d, std
 }  // namespace
 
 TEST_CASE("arguments render as torch's Input Shapes text and a JSON fragment") {
-  strata::detail::rendered_args r;
+  rendered_args r;
   SUBCASE("shapes only") {
-    strata::detail::render_args(mm_args{{4, 8}, {8, 16}}, r);
+    render_args(mm_args{{4, 8}, {8, 16}}, r);
     CHECK(shapes_of(r) == "[[4, 8], [8, 16]]");
     CHECK(json_of(r) == R"("Input Dims":[[4,8],[8,16]],"Input Names":["self","mat2"])");
   }
   SUBCASE("values besides shapes: [] in the shapes, and each by name; reserved names renamed") {
-    strata::detail::render_args(
+    render_args(
         mixed_args{{3}, 0.5f, true, reduction::mean, "say \"hi\"\n", 7}, r);
     CHECK(shapes_of(r) == "[[3], [], [], [], [], []]");
     CHECK(json_of(r) ==
@@ -64,7 +79,7 @@ TEST_CASE("arguments render as torch's Input Shapes text and a JSON fragment") {
           R"("note":"say \"hi\"\n","arg:correlation_id":7)");
   }
   SUBCASE("a scalar shape and non-finite numbers") {
-    strata::detail::render_args(mixed_args{{}, NAN, false, reduction::none, "", -1}, r);
+    render_args(mixed_args{{}, NAN, false, reduction::none, "", -1}, r);
     CHECK(shapes_of(r) == "[[], [], [], [], [], []]");
     CHECK(json_of(r).find(R"("alpha":null,"inplace":false,"mode":0,"note":"")") != std::string::npos);
   }

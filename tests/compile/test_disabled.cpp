@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "strata/args/op_args.hpp"
+#include "strata/profiler.hpp"
 #include "strata/strata.hpp"
 #include "support.hpp"
 
@@ -45,6 +47,7 @@ TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
   prof.stop();
   CHECK(evaluated == 0);
   CHECK(prof.stats().recorded == 0);
+  CHECK(prof.stats().compiled_out);
   CHECK(prof.data().threads.empty());
 }
 

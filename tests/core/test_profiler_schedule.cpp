@@ -173,7 +173,7 @@ TEST_CASE("the default handler writes one file per window and never overwrites")
   strata_test::temp_dir dir("sched-files");
   auto config = strata_test::config_in(dir);
   config.schedule = {.active = 1};  // every step is a window of its own
-  const auto out = config.output_dir;
+  const std::filesystem::path out = config.output_dir;
   strata::profiler prof(config);
   // A file left by someone else under the first window's name.
   std::filesystem::create_directories(out);

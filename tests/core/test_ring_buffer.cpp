@@ -211,10 +211,10 @@ TEST_CASE("ring_buffer: a bound cursor takes over the position and gives it back
     CHECK(ring.drain(out).copied == 6);
     for (std::uint64_t i = 6; i < 12; ++i) CHECK(ring.push(make(i)));
     CHECK(ring.published() == 12);
-    CHECK(cursor.next.load() != nullptr);
+    CHECK(cursor.load_next() != nullptr);
 
     ring.unbind();
-    CHECK(cursor.next.load() == nullptr);  // a push through it now takes the slow path
+    CHECK(cursor.load_next() == nullptr);  // a push through it now takes the slow path
     CHECK(cursor.limit == nullptr);
     CHECK(ring.published() == 12);
     CHECK(ring.push(make(12)));  // 7 waiting: below a full ring, so both policies keep all

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "strata/core/schedule.hpp"
+#include "strata/core/schedule_check.hpp"
 #include "support.hpp"
 
 using strata::profiler_action;

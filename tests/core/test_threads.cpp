@@ -136,7 +136,7 @@ TEST_CASE("threads that exit are still exported") {
   CHECK(d.threads[0].tid == exited_tid);
 
   prof.export_chrome_trace();
-  const std::string text = strata_test::read_file(config.output_dir / "trace.json");
+  const std::string text = strata_test::read_file(std::filesystem::path(config.output_dir) / "trace.json");
   CHECK(text.find(",\"tid\":" + std::to_string(exited_tid) +
                   ",\"name\":\"short-lived\",\"recorded\":15,\"dropped\":0,\"exited\":true}") !=
         std::string::npos);

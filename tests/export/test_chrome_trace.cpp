@@ -157,9 +157,9 @@ TEST_CASE("chrome trace: a recorded session") {
   }
   prof.stop();
   const auto result = prof.export_chrome_trace();
-  const std::string text = read_file(config.output_dir / "trace.json");
+  const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
 
-  CHECK(result.path == config.output_dir / "trace.json");
+  CHECK(result.path == std::filesystem::path(config.output_dir) / "trace.json");
   CHECK(result.events == 1 + 2 + 6);
   CHECK(result.bytes == std::filesystem::file_size(result.path));
   CHECK(strata_test::entries(config.output_dir) == std::vector<std::string>{"trace.json"});
@@ -215,7 +215,7 @@ TEST_CASE("chrome trace: lost records show as an instant on the thread's track")
     for (int i = 0; i < 10; ++i) STRATA_INSTANT("flood");
     prof.stop();
     prof.export_chrome_trace();
-    const std::string text = read_file(config.output_dir / "trace.json");
+    const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
     const auto lost = lines_with(text, "records lost");
     REQUIRE(lost.size() == 1);
     CHECK(lost[0] == R"j({"ph":"i","s":"t","cat":"strata","name":"strata: 6 records lost (drop_newest)","pid":)j" +
@@ -232,7 +232,7 @@ TEST_CASE("chrome trace: lost records show as an instant on the thread's track")
     for (int i = 0; i < 10; ++i) STRATA_INSTANT("flood");
     prof.stop();
     prof.export_chrome_trace();
-    const std::string text = read_file(config.output_dir / "trace.json");
+    const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
     const auto lost = lines_with(text, "records lost");
     REQUIRE(lost.size() == 1);
     CHECK(lost[0].find(R"j("name":"strata: 7 records lost (overwrite_oldest)")j") != std::string::npos);
@@ -255,7 +255,7 @@ TEST_CASE("chrome trace: a failed export raises strata::error and leaves no part
     CHECK_THROWS_AS(prof.export_chrome_trace(dir / "a_file" / "trace.json"), strata::error);
   }
   SUBCASE("the disk fills up half way: the previous trace stays whole") {
-    const auto path = config.output_dir / "trace.json";
+    const auto path = std::filesystem::path(config.output_dir) / "trace.json";
     strata_test::write_file(path, "previous trace");
     {
       strata_test::write_limit limit(10000);

@@ -14,7 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "strata/analysis/averages_table.hpp"
+#include "strata/analysis/averages.hpp"
+#include "strata/analysis/table_format.hpp"
 #include "strata/export/json_escape.hpp"
 
 namespace strata {

@@ -14,7 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "strata/analysis/averages_table.hpp"
+#include "strata/analysis/averages.hpp"
+#include "strata/analysis/table_format.hpp"
 #include "strata/core/id_index.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
@@ -33,12 +34,6 @@ struct op_event {
   std::int64_t end_ns = 0;         ///< an end before begin counts as begin
   std::uint64_t correlation_id = 0;  ///< 0: none
   std::string input_shapes = {};        ///< empty: none recorded
-};
-
-struct key_averages_options {
-  bool group_by_input_shape = false;
-  bool correlate_device_time = true;  ///< attribute device time to host ops by correlation id
-  std::string device_name = "NEURON";
 };
 
 namespace detail {

@@ -38,10 +38,12 @@
 #undef STRATA_DETAIL_UNDEF_BIND_PLACEHOLDERS
 #endif
 
-#include "strata/analysis/averages_table.hpp"
+#include "strata/analysis/averages.hpp"
+#include "strata/analysis/table_format.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/ring_buffer.hpp"
 
 namespace strata {

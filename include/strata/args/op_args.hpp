@@ -1,35 +1,36 @@
 // strata/args/op_args.hpp: scopes that carry their op's input shapes and a few small arguments.
 //
 // The arguments are a struct reflected with Boost.Hana. They cost nothing unless the session
-// records them (`profiler_config::record_shapes`): the struct is then built, rendered once into
-// torch's "Input Shapes" text and a JSON fragment, and the pair is interned with the call
-// site, so the record stays one 32-byte record pointing at a descriptor that carries them. A
-// thread-local cache makes a repeated argument set one render, one hash and one compare.
+// records them (`profiler_config::record_shapes`): the struct is then built and encoded into a
+// few machine words (no text), which a thread-local cache looks up. Only an argument set not
+// seen before goes out of line to strata's implementation, which renders it once into torch's
+// "Input Shapes" text and a JSON fragment and interns the pair with the call site, so the
+// record stays one 32-byte record pointing at a descriptor that carries them.
 //
-// This header pulls in Hana and {fmt}; the plain scope macros (strata/core/macros.hpp) do not.
+// This header pulls in Hana; neither the instrumentation header nor the profiler's does.
 #pragma once
 
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/concept/struct.hpp>
 #include <boost/hana/define_struct.hpp>
 #include <boost/hana/for_each.hpp>
-#include <boost/hana/length.hpp>
 #include <boost/hana/string.hpp>
-#include <fmt/format.h>
 
+#include "strata/args/arg_encoding.hpp"
 #include "strata/args/shape.hpp"
+#include "strata/core/cold_path.hpp"
 #include "strata/core/config.hpp"
-#include "strata/core/intern.hpp"
 #include "strata/core/macros.hpp"
+#include "strata/core/recording_state.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/site.hpp"
-#include "strata/core/thread_registry.hpp"
-#include "strata/export/json_escape.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -45,124 +46,114 @@ template <class T>
 inline constexpr bool is_recordable_arg_v = std::is_same_v<T, shape> || std::is_arithmetic_v<T> ||
                                             std::is_enum_v<T> || is_string_arg_v<T>;
 
-/// Names the exporter writes itself; a member with one of them is written as `arg:<name>`.
-inline bool is_reserved_arg_name(std::string_view n) noexcept {
-  return n == "Input Dims" || n == "Input Names" || n == "correlation_id";
-}
-
-inline void append_dims(fmt::memory_buffer& out, const shape& s, std::string_view separator) {
-  out.push_back('[');
-  for (std::size_t i = 0; i < s.rank(); ++i) {
-    if (i != 0) out.append(separator);
-    fmt::format_to(std::back_inserter(out), "{}", s[i]);
-  }
-  out.push_back(']');
-}
-
+/// Encodes one member (see arg_encoding.hpp for the layout).
 template <class T>
-void append_arg_value(fmt::memory_buffer& out, const T& v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    out.append(std::string_view(v ? "true" : "false"));
+STRATA_FORCE_INLINE void encode_arg(arg_words& out, const char* name, const T& v) noexcept {
+  if constexpr (std::is_same_v<T, shape>) {
+    out.put(arg_header(arg_kind::shape, v.rank()));
+    out.put(reinterpret_cast<std::uintptr_t>(name));
+    for (std::size_t i = 0; i < v.rank(); ++i) out.put(static_cast<std::uint64_t>(v[i]));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    out.put(arg_header(arg_kind::boolean, 0));
+    out.put(reinterpret_cast<std::uintptr_t>(name));
+    out.put(v ? 1 : 0);
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (std::isfinite(v))
-      fmt::format_to(std::back_inserter(out), "{}", v);
-    else
-      out.append(std::string_view("null"));  // JSON has no NaN or infinity
-  } else if constexpr (std::is_enum_v<T>) {
-    fmt::format_to(std::back_inserter(out), "{}", static_cast<std::underlying_type_t<T>>(v));
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    fmt::format_to(std::back_inserter(out), "{}", v);
+    const bool single = sizeof(T) <= sizeof(float);
+    out.put(arg_header(single ? arg_kind::float32 : arg_kind::float64, 0));
+    out.put(reinterpret_cast<std::uintptr_t>(name));
+    out.put(__builtin_bit_cast(std::uint64_t, static_cast<double>(v)));
+  } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
+    using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>;
+    using I = typename U::type;
+    out.put(arg_header(std::is_signed_v<I> ? arg_kind::signed_int : arg_kind::unsigned_int, 0));
+    out.put(reinterpret_cast<std::uintptr_t>(name));
+    out.put(static_cast<std::uint64_t>(static_cast<I>(v)));
   } else {
-    append_json_string(out, std::string_view(v));
+    const std::string_view text(v);
+    out.put(arg_header(arg_kind::string, text.size()));
+    out.put(reinterpret_cast<std::uintptr_t>(name));
+    out.put_bytes(text.data(), text.size());
   }
 }
 
-/// One rendering of an argument set.
-struct rendered_args {
-  fmt::memory_buffer input_shapes;  ///< torch's text: `[[4, 8], [8], []]`
-  fmt::memory_buffer json;          ///< `"Input Dims":[[4,8],[8],[]],"Input Names":[...],...`
-};
-
-/// Renders `args`: every member gets an entry in the shapes (a shape its dimensions, anything
-/// else `[]`, as torch shows non-tensor inputs); members that are not shapes are also written
-/// by name with their value.
+/// Encodes every member of `args`, in declaration order.
 template <class Args>
-void render_args(const Args& args, rendered_args& out) {
+STRATA_FORCE_INLINE void encode_args(arg_words& out, const Args& args) noexcept {
   static_assert(boost::hana::Struct<Args>::value,
                 "strata: an args struct must be reflected: declare its members with "
                 "BOOST_HANA_DEFINE_STRUCT (or adapt it with BOOST_HANA_ADAPT_STRUCT)");
   namespace hana = boost::hana;
-  out.input_shapes.clear();
-  out.json.clear();
-  auto& sh = out.input_shapes;
-  auto& js = out.json;
-  bool first = true;
-
-  sh.push_back('[');
-  js.append(std::string_view("\"Input Dims\":["));
   hana::for_each(hana::accessors<Args>(), [&](auto member) {
     using T = std::remove_cvref_t<decltype(hana::second(member)(args))>;
     static_assert(is_recordable_arg_v<T>,
                   "strata: an args member must be a strata::shape, a number, a bool, an enum or "
                   "a string");
-    if (!first) {
-      sh.append(std::string_view(", "));
-      js.push_back(',');
-    }
-    first = false;
-    if constexpr (std::is_same_v<T, shape>) {
-      append_dims(sh, hana::second(member)(args), ", ");
-      append_dims(js, hana::second(member)(args), ",");
-    } else {
-      sh.append(std::string_view("[]"));
-      js.append(std::string_view("[]"));
-    }
-  });
-  sh.push_back(']');
-  js.append(std::string_view("],\"Input Names\":["));
-  first = true;
-  hana::for_each(hana::accessors<Args>(), [&](auto member) {
-    if (!first) js.push_back(',');
-    first = false;
-    append_json_string(js, hana::to<const char*>(hana::first(member)));
-  });
-  js.push_back(']');
-  hana::for_each(hana::accessors<Args>(), [&](auto member) {
-    using T = std::remove_cvref_t<decltype(hana::second(member)(args))>;
-    if constexpr (!std::is_same_v<T, shape>) {
-      const std::string_view name = hana::to<const char*>(hana::first(member));
-      js.push_back(',');
-      if (is_reserved_arg_name(name)) {
-        fmt::memory_buffer renamed;
-        renamed.append(std::string_view("arg:"));
-        renamed.append(name);
-        append_json_string(js, std::string_view(renamed.data(), renamed.size()));
-      } else {
-        append_json_string(js, name);
-      }
-      js.push_back(':');
-      append_arg_value(js, hana::second(member)(args));
-    }
+    encode_arg(out, hana::to<const char*>(hana::first(member)), hana::second(member)(args));
   });
 }
 
-/// The descriptor of `base` carrying `args` (interned once per distinct argument set).
+/// The calling thread's cache of argument sets already interned: direct-mapped on the
+/// encoding's hash, each entry keeping its words to compare. A hit costs the hash and one
+/// compare; a miss goes to the implementation (which has its own shared table) once.
+struct args_cache {
+  struct entry {
+    std::uint64_t hash = 0;
+    const site* base = nullptr;
+    const site* result = nullptr;
+    std::vector<std::uint64_t> words;
+  };
+  static constexpr std::size_t slots = 256;
+  entry entries[slots];
+};
+
+inline thread_local args_cache tl_args_cache;
+
+/// The descriptor of `base` carrying `args`. Never throws: a set that cannot be interned or
+/// cached (out of memory) is recorded without its arguments.
 template <class Args>
-const site* site_with_args(const site* base, const Args& args) {
-  thread_local rendered_args buffer;  // reused: no allocation once it has grown
-  render_args(args, buffer);
-  return intern_args_cached(
-      base, std::string_view(buffer.input_shapes.data(), buffer.input_shapes.size()),
-      std::string_view(buffer.json.data(), buffer.json.size()));
+const site* site_with_args(const site* base, const Args& args) noexcept {
+  arg_words words;
+  encode_args(words, args);
+  if (words.overflowed()) [[unlikely]] {
+    // Longer than the inline buffer (long strings): encoded again on the heap, not cached here.
+    try {
+      std::vector<std::uint64_t> heap(words.size());
+      arg_words big(heap.data(), heap.size());
+      encode_args(big, args);
+      return cold().intern_args(base, heap.data(), heap.size());
+    } catch (...) {
+      return base;
+    }
+  }
+  const std::uint64_t hash = words.hash() ^ reinterpret_cast<std::uintptr_t>(base);
+  args_cache::entry& e = tl_args_cache.entries[(hash ^ (hash >> 17)) & (args_cache::slots - 1)];
+  if (e.hash == hash && e.base == base && e.words.size() == words.size() &&
+      std::memcmp(e.words.data(), words.data(), words.size() * sizeof(std::uint64_t)) == 0)
+    [[likely]]
+    return e.result;
+  const site* s = cold().intern_args(base, words.data(), words.size());
+  try {
+    e.words.assign(words.data(), words.data() + words.size());
+    e.hash = hash;
+    e.base = base;
+    e.result = s;
+  } catch (...) {
+    e.base = nullptr;  // out of memory: this entry stays empty
+  }
+  return s;
 }
 
 /// What `scope`'s lazy constructor calls: the plain descriptor unless the session records
 /// arguments; then `make_args()` is called and its result rendered.
 template <class ArgsFn>
 auto args_site_maker(const site* base, ArgsFn& make_args) noexcept {
-  return [base, &make_args](std::uint32_t state) -> const site* {
+  return [base, &make_args](std::uint32_t state) noexcept -> const site* {
     if (!records_args(state)) return base;
-    return site_with_args(base, make_args());
+    try {
+      return site_with_args(base, make_args());
+    } catch (...) {
+      return base;  // building the arguments threw (a shape of too many dimensions, say)
+    }
   };
 }
 

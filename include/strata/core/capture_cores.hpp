@@ -2,8 +2,8 @@
 // a string as Neuron's `capture_enabled_for_nc` ("all", "0", "0,1,2-5").
 #pragma once
 
-#include <bitset>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -55,14 +55,19 @@ class core_set {
   /// Whether core `core` is captured.
   bool contains(int core) const noexcept {
     if (core < 0 || core > max_core) return false;
-    return all_ || bits_.test(static_cast<std::size_t>(core));
+    return all_ || ((words_[core / 64] >> (core % 64)) & 1u) != 0;
   }
 
   /// Whether every core is captured (`"all"`).
   bool is_all() const noexcept { return all_; }
 
   /// How many cores are listed (0 for `"all"`, which names no particular core).
-  std::size_t count() const noexcept { return all_ ? 0 : bits_.count(); }
+  std::size_t count() const noexcept {
+    if (all_) return 0;
+    std::size_t n = 0;
+    for (std::uint64_t w : words_) n += static_cast<std::size_t>(__builtin_popcountll(w));
+    return n;
+  }
 
   friend bool operator==(const core_set&, const core_set&) = default;
 
@@ -107,10 +112,12 @@ class core_set {
       if (hi < 0) bad(entry, text, "a range needs two indices, as in \"2-5\"");
       if (hi < lo) bad(entry, text, "a range must go from low to high");
     }
-    for (int c = lo; c <= hi; ++c) bits_.set(static_cast<std::size_t>(c));
+    for (int c = lo; c <= hi; ++c) words_[c / 64] |= std::uint64_t{1} << (c % 64);
   }
 
-  std::bitset<max_core + 1> bits_;
+  // One bit per core (not std::bitset: this header is part of the compiled-out profiler's
+  // file, which must stay light).
+  std::uint64_t words_[(max_core + 1) / 64] = {};
   bool all_ = false;
 };
 

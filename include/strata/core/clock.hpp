@@ -6,19 +6,17 @@
 // profiler starts, and never changes afterwards, so every tick of a trace has one meaning.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <cstdlib>
 #include <string_view>
 
 #include "strata/core/config.hpp"
+#include "strata/core/interval.hpp"
+#include "strata/core/tick.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if STRATA_DETAIL_HAS_TSC
 #include <cpuid.h>
-#define STRATA_DETAIL_HAS_TSC 1
-#else
-#define STRATA_DETAIL_HAS_TSC 0
 #endif
 
 namespace strata {
@@ -33,14 +31,12 @@ constexpr std::string_view clock_source_name(clock_source s) noexcept {
 
 namespace detail {
 
-/// True once the process has chosen the TSC; constant-initialised so reads never race with
-/// dynamic initialisation.
-inline constinit std::atomic<bool> use_tsc{false};
-
+/// std::chrono::steady_clock's nanoseconds, read as libstdc++ reads them on Linux
+/// (CLOCK_MONOTONIC), without <chrono>: this header is part of every profiler's file.
 inline std::int64_t steady_now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 /// CPUID leaf 0x80000007, EDX bit 8: the TSC runs at a constant rate in every P-, C- and
@@ -63,32 +59,18 @@ inline bool cpu_has_invariant_tsc() noexcept {
 struct clock {
   /// Reads the process's tick source: one `rdtsc`, or `steady_clock` where the TSC is not
   /// invariant.
-  static STRATA_FORCE_INLINE std::uint64_t now() noexcept {
-#if STRATA_DETAIL_HAS_TSC
-    if (detail::use_tsc.load(std::memory_order_relaxed)) [[likely]]
-      return __builtin_ia32_rdtsc();
-#endif
-    return static_cast<std::uint64_t>(detail::steady_now_ns());
-  }
+  static STRATA_FORCE_INLINE std::uint64_t now() noexcept { return detail::now_ticks(); }
 
   /// What the hot path's fast branch reads: `rdtsc` on x86, steady_clock elsewhere. A thread
   /// takes the fast branch only while `fast_ticks_are_process_ticks()`; otherwise its records
   /// go through the cold path, which reads `now()`.
-  static STRATA_FORCE_INLINE std::uint64_t fast_ticks() noexcept {
-#if STRATA_DETAIL_HAS_TSC
-    // The builtin (GCC and clang) rather than <x86intrin.h>'s __rdtsc: that header is about a
-    // third of what a scope's includes preprocess, ~0.5 s of each including file's compile.
-    return __builtin_ia32_rdtsc();
-#else
-    return static_cast<std::uint64_t>(detail::steady_now_ns());
-#endif
-  }
+  static STRATA_FORCE_INLINE std::uint64_t fast_ticks() noexcept { return detail::fast_ticks(); }
 
   /// Whether `fast_ticks()` reads the process's tick source (false on x86 when the TSC is not
   /// invariant or `STRATA_CLOCK=steady_clock` chose the portable clock).
   static bool fast_ticks_are_process_ticks() noexcept {
 #if STRATA_DETAIL_HAS_TSC
-    return detail::use_tsc.load(std::memory_order_relaxed);
+    return detail::tsc_selected();
 #else
     return true;
 #endif
@@ -99,8 +81,7 @@ struct clock {
   static std::int64_t steady_ns() noexcept { return detail::steady_now_ns(); }
 
   static clock_source source() noexcept {
-    return detail::use_tsc.load(std::memory_order_relaxed) ? clock_source::tsc
-                                                           : clock_source::steady_clock;
+    return detail::tsc_selected() ? clock_source::tsc : clock_source::steady_clock;
   }
 
   /// Chooses the tick source for the whole process; called before the first profiler starts
@@ -110,7 +91,7 @@ struct clock {
       const char* forced = std::getenv("STRATA_CLOCK");
       const bool allow_tsc = forced == nullptr || std::string_view(forced) != "steady_clock";
       bool tsc = allow_tsc && detail::cpu_has_invariant_tsc();
-      detail::use_tsc.store(tsc, std::memory_order_relaxed);
+      __atomic_store_n(&detail::use_tsc, tsc ? 1u : 0u, __ATOMIC_RELAXED);
       return tsc;
     }();
     static_cast<void>(chosen);
@@ -131,7 +112,7 @@ class clock_calibration {
 
   /// Takes the second anchor, waiting until at least `min_span` has passed since the first so
   /// that the rate is known to within about 1e-5.
-  void finish(std::chrono::nanoseconds min_span = std::chrono::milliseconds(2)) noexcept {
+  void finish(interval min_span = interval::from_us(2000)) noexcept {
     if (source_ == clock_source::steady_clock) {
       ns_per_tick_ = 1.0;
       return;
@@ -140,7 +121,7 @@ class clock_calibration {
     std::int64_t ns = 0;
     do {
       read_pair(ticks, ns);
-    } while (ns - anchor_ns_ < min_span.count());
+    } while (ns - anchor_ns_ < min_span.count() * 1000);
     ns_per_tick_ = static_cast<double>(ns - anchor_ns_) /
                    static_cast<double>(ticks - anchor_ticks_);
   }

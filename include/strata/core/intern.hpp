@@ -106,6 +106,7 @@ inline const site* intern_cached(layer l, record_kind k, std::string_view name) 
   return s;
 }
 
+
 /// The calling thread's cache in front of the shared table for descriptors that carry
 /// arguments: `base` (a call site's static descriptor) with one rendering of its arguments.
 /// A hash and a compare per call once an argument set has been seen.
@@ -127,13 +128,5 @@ inline const site* intern_args_cached(const site* base, std::string_view input_s
 }
 
 }  // namespace detail
-
-/// Interns a run-time name once and returns its descriptor. Keep it when the same dynamic name
-/// is used in a hot loop, and open scopes on it directly: `strata::scope s{site};` costs what a
-/// static-name scope costs, with no per-call hash.
-inline const site* intern(layer l, std::string_view name, record_kind k = record_kind::scope) {
-  return detail::intern_table::instance().get(l, k, name);
-}
-
 }  // namespace v1
 }  // namespace strata

@@ -1,9 +1,10 @@
 // strata/core/layer.hpp: the layers of an inference stack and sets of them.
+//
+// Part of the instrumentation header: standard headers beyond <cstdint> are not allowed here
+// (tests/check_light_header.py). Layer names as text are in strata/core/layer_name.hpp.
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
-#include <string_view>
 
 namespace strata {
 inline namespace v1 {
@@ -19,24 +20,23 @@ enum class layer : std::uint8_t {
 
 inline constexpr int layer_count = 4;
 
-/// The name used as the Chrome trace `cat` of a layer's events.
-constexpr std::string_view layer_name(layer l) noexcept {
-  switch (l) {
-    case layer::framework: return "framework";
-    case layer::runtime: return "runtime";
-    case layer::device: return "device";
-    case layer::user: return "user";
-  }
-  return "unknown";
-}
-
 /// A set of layers, stored as one bit per layer.
+///
+/// **Example**
+/// ```cpp
+/// strata::layer_set host{strata::layer::framework, strata::layer::user};
+/// ```
 class layer_set {
  public:
   constexpr layer_set() noexcept = default;
-  constexpr layer_set(std::initializer_list<layer> layers) noexcept {
-    for (layer l : layers) bits_ |= bit(l);
-  }
+  /// The layers listed: `{strata::layer::framework, strata::layer::user}`. (A variadic
+  /// constructor rather than std::initializer_list keeps <initializer_list> out of the
+  /// instrumentation header; brace initialisation reads the same.)
+  template <class... More>
+    requires(__is_same(More, layer) && ...)
+  constexpr layer_set(layer first, More... more) noexcept
+      : bits_(bit(first) | (0u | ... | bit(more))) {}
+
   static constexpr layer_set all() noexcept { return from_bits((1u << layer_count) - 1u); }
   static constexpr layer_set none() noexcept { return {}; }
   static constexpr layer_set from_bits(std::uint32_t bits) noexcept {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "strata/core/config.hpp"
+#include "strata/core/names.hpp"
 #include "strata/core/scope.hpp"
 
 #if STRATA_ENABLED
@@ -28,9 +29,9 @@
     STRATA_DETAIL_SITE(layer, ::strata::record_kind::scope, name) \
   }
 
-/// Records the enclosing block under a run-time name (anything convertible to
-/// std::string_view, temporaries such as `"step " + std::to_string(i)` included). The name is
-/// evaluated only when `layer` is captured, and interned once per distinct value.
+/// Records the enclosing block under a run-time name (a `const char*`, or anything with
+/// `data()` and `size()`, temporaries such as `"step " + std::to_string(i)` included). The name
+/// is evaluated only when `layer` is captured, and interned once per distinct value.
 #define STRATA_SCOPE_DYNAMIC(layer, name)                                                   \
   ::strata::scope STRATA_DETAIL_CAT(strata_scope_, __COUNTER__) {                           \
     ::strata::detail::dynamic_name, layer, [&]() -> decltype(auto) { return (name); } \
@@ -56,6 +57,10 @@
   ::strata::detail::emit_counter(STRATA_DETAIL_SITE(layer, ::strata::record_kind::counter, name), \
                                  [&]() noexcept { return static_cast<double>(value); })
 
+/// Marks a step boundary (an iteration of the engine's loop) for the running profiler, as
+/// `profiler::step()` does; a branch when no profiler is started.
+#define STRATA_STEP() ::strata::detail::mark_step()
+
 #else  // STRATA_ENABLED
 
 #define STRATA_SCOPE(name) static_cast<void>(0)
@@ -66,5 +71,6 @@
 #define STRATA_INSTANT_DYNAMIC(layer, name) static_cast<void>(0)
 #define STRATA_COUNTER(name, value) static_cast<void>(0)
 #define STRATA_COUNTER_LAYER(layer, name, value) static_cast<void>(0)
+#define STRATA_STEP() static_cast<void>(0)
 
 #endif  // STRATA_ENABLED

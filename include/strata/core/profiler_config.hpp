@@ -1,15 +1,14 @@
 // strata/core/profiler_config.hpp: what a profiler captures and where it writes.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
-#include <filesystem>
-#include <functional>
 #include <string>
 
+#include "strata/core/interval.hpp"
 #include "strata/core/layer.hpp"
-#include "strata/core/ring_buffer.hpp"
+#include "strata/core/overflow_policy.hpp"
 #include "strata/core/schedule.hpp"
+#include "strata/core/trace_handler.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -25,8 +24,9 @@ class profiler;
 ///                        .buffer_capacity = 1 << 20});
 /// ```
 struct profiler_config {
-  /// Where traces go; created if missing, and must be writable.
-  std::filesystem::path output_dir = "strata-out";
+  /// Where traces go; created if missing, and must be writable. (A string, not a
+  /// std::filesystem::path, so that the profiler's header stays light; a path converts to it.)
+  std::string output_dir = "strata-out";
   /// The captured layers (torch.profiler's activities). A scope of another layer costs one
   /// branch.
   layer_set layers = layer_set::all();
@@ -38,7 +38,7 @@ struct profiler_config {
   /// records; 0 (the default): only stop() and stats() do. With it, a buffer only has to hold
   /// what its thread records in one interval, so long sessions lose nothing (see
   /// `max_session_records` for the memory this then takes). Must not be negative.
-  std::chrono::microseconds drain_interval{0};
+  interval drain_interval{};
   /// The most records of threads a session keeps once drained out of the buffers; 0 (the
   /// default): unlimited. Memory is then bounded by `buffer_capacity` x threads + this, 32
   /// bytes a record; records past it are dropped (the newest) and counted as lost.
@@ -70,7 +70,7 @@ struct profiler_config {
   /// step, and in `stop()` when it ends a window. Unset with a schedule: the window's trace is
   /// written to a file of its own (`profiler::export_window_trace()`). Unset without one:
   /// nothing is called.
-  std::function<void(profiler&)> on_trace_ready = {};
+  trace_handler on_trace_ready = {};
 };
 
 /// The largest accepted `buffer_capacity`: 2^26 records, 2 GiB per thread.

@@ -1,10 +1,9 @@
-// strata/core/record.hpp: the fixed-size record that the hot path stores.
+// strata/core/record.hpp: the fixed-size record that the hot path stores (instrumentation header:
+// <cstdint> and <cstddef> only).
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "strata/core/site.hpp"
 
@@ -21,11 +20,12 @@ struct record {
 
   record_kind kind() const noexcept { return where->kind; }
   layer layer_of() const noexcept { return where->where; }
-  double counter_value() const noexcept { return std::bit_cast<double>(end); }
+  double counter_value() const noexcept { return __builtin_bit_cast(double, end); }
 };
 
 static_assert(sizeof(record) == 32, "strata::record must stay 32 bytes: two fit a cache line");
-static_assert(std::is_trivially_copyable_v<record> && std::is_standard_layout_v<record>,
+// Compiler builtins rather than <type_traits>: this header is part of the instrumentation header.
+static_assert(__is_trivially_copyable(record) && __is_standard_layout(record),
               "strata::record must be a POD so the ring buffer can copy it field by field");
 static_assert(offsetof(record, begin) == 0 && offsetof(record, end) == 8 &&
                   offsetof(record, where) == 16 && offsetof(record, payload) == 24,

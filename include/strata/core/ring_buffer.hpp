@@ -30,22 +30,12 @@
 #include <vector>
 
 #include "strata/core/config.hpp"
+#include "strata/core/overflow_policy.hpp"
 #include "strata/core/record.hpp"
+#include "strata/core/recording_state.hpp"
 
 namespace strata {
 inline namespace v1 {
-
-/// What a full buffer does with the next record. Either way nothing blocks and every lost
-/// record is counted.
-enum class overflow_policy : std::uint8_t {
-  drop_newest,       ///< keep what is there, count the new record as dropped (default)
-  overwrite_oldest,  ///< flight recorder: keep the newest records (`capacity - 1` once the
-                     ///< ring has filled: the slot being rewritten is never trusted)
-};
-
-constexpr std::string_view overflow_policy_name(overflow_policy p) noexcept {
-  return p == overflow_policy::drop_newest ? "drop_newest" : "overwrite_oldest";
-}
 
 /// The result of one drain: how many records were copied out and how many were lost since the
 /// previous drain.
@@ -54,20 +44,13 @@ struct drain_result {
   std::uint64_t lost = 0;
 };
 
-/// Where a producer writes next. Only the producer writes it (and whoever binds it, on the
-/// producer's thread); the consumer reads `next`.
-struct producer_cursor {
-  std::atomic<record*> next{nullptr};  ///< the slot the next record goes to (release-published)
-  record* limit = nullptr;             ///< `next` below this needs no check: room is known
-};
-
 /// SPSC ring of `record`s with a power-of-two capacity.
 class ring_buffer {
  public:
   /// `capacity` must be a non-zero power of two (the profiler checks it with a clear message).
   ring_buffer(std::size_t capacity, overflow_policy policy)
       : slots_(std::make_unique<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {
-    own_cursor_.next.store(slots_.get(), std::memory_order_relaxed);
+    own_cursor_.store_next(slots_.get());
     own_cursor_.limit = slots_.get();  // the first push finds its room in push_slow
   }
 
@@ -80,11 +63,11 @@ class ring_buffer {
   /// Producer only. Stores one record, or counts it as dropped when the buffer is full and the
   /// policy is drop_newest. Returns whether the record was stored.
   STRATA_FORCE_INLINE bool push(const record& r) noexcept {
-    record* p = cursor_->next.load(std::memory_order_relaxed);
+    record* p = cursor_->load_next();
     if (p >= cursor_->limit) [[unlikely]]
       return push_slow(r);
     write_slot(p, r);
-    cursor_->next.store(p + 1, std::memory_order_release);
+    cursor_->publish_next(p + 1);
     return true;
   }
 
@@ -92,7 +75,7 @@ class ring_buffer {
   /// array, finds room behind the consumer (drop_newest) or laps it (overwrite_oldest), moves
   /// the limit, then stores the record or counts it as dropped.
   STRATA_NOINLINE bool push_slow(const record& r) noexcept {
-    record* p = cursor_->next.load(std::memory_order_relaxed);
+    record* p = cursor_->load_next();
     if (p == slots_end()) {
       // Wrap under the sequence lock, so that no reader pairs the old lap with the new slot.
       const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
@@ -100,7 +83,7 @@ class ring_buffer {
       std::atomic_thread_fence(std::memory_order_release);
       laps_.store(laps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       p = slots_.get();
-      cursor_->next.store(p, std::memory_order_relaxed);
+      cursor_->store_next(p);
       seq_.store(seq + 2, std::memory_order_release);
     }
     if (policy_ == overflow_policy::overwrite_oldest) {
@@ -117,26 +100,19 @@ class ring_buffer {
       cursor_->limit = p + std::min<std::uint64_t>(room, static_cast<std::uint64_t>(slots_end() - p));
     }
     write_slot(p, r);
-    cursor_->next.store(p + 1, std::memory_order_release);
+    cursor_->publish_next(p + 1);
     return true;
   }
 
   /// Stores `r` into slot `p` (the producer's hot path, with the cursor it owns).
   static STRATA_FORCE_INLINE void write_slot(record* p, const record& r) noexcept {
-    // Orders the previous position's publication before this slot's rewrite: a consumer that
-    // sees any byte of the new record will then also see the position that marks the old one
-    // stale.
-    std::atomic_thread_fence(std::memory_order_release);
-    std::atomic_ref<std::uint64_t>(p->begin).store(r.begin, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(p->end).store(r.end, std::memory_order_relaxed);
-    std::atomic_ref<const site*>(p->where).store(r.where, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(p->payload).store(r.payload, std::memory_order_relaxed);
+    detail::write_slot(p, r.begin, r.end, r.where, r.payload);
   }
 
   /// Producer's thread only, with whatever lock orders it with the consumer: from now on the
   /// producer writes through `c` (a thread-local cursor), which takes over the position.
   void bind(producer_cursor& c) noexcept {
-    c.next.store(cursor_->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    c.store_next(cursor_->load_next());
     c.limit = cursor_->limit;
     cursor_ = &c;
   }
@@ -145,9 +121,9 @@ class ring_buffer {
   /// is left at its limit (nullptr), so that a push through it goes to the slow path.
   void unbind() noexcept {
     if (cursor_ == &own_cursor_) return;
-    own_cursor_.next.store(cursor_->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    own_cursor_.store_next(cursor_->load_next());
     own_cursor_.limit = cursor_->limit;
-    cursor_->next.store(nullptr, std::memory_order_relaxed);
+    cursor_->store_next(nullptr);
     cursor_->limit = nullptr;
     cursor_ = &own_cursor_;
   }
@@ -200,7 +176,7 @@ class ring_buffer {
       const std::uint64_t seq = seq_.load(std::memory_order_acquire);
       if ((seq & 1) == 0) {
         const std::uint64_t laps = laps_.load(std::memory_order_relaxed);
-        record* p = cursor_->next.load(std::memory_order_acquire);
+        record* p = cursor_->acquire_next();
         std::atomic_thread_fence(std::memory_order_acquire);
         if (seq_.load(std::memory_order_relaxed) == seq) return position(laps, p);
       }

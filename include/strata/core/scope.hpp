@@ -3,22 +3,21 @@
 // This is all the hot path there is. A scope tests its thread's gate (one thread-local word),
 // reads two timestamps, and stores one 32-byte record through the thread-local cursor when it
 // closes. With the gate closed it reads the global state word, and only when a session captures
-// its layer goes out of line (to take the thread's buffer, or to use the portable clock).
-// Nothing here locks, allocates (after a thread's first record of a session), copies a string
-// or throws.
+// its layer goes out of line (to take the thread's buffer, or to use the portable clock),
+// through the cold-path table (strata/core/cold_path.hpp). Nothing here locks, allocates,
+// copies a string or throws; and nothing here includes more than <cstdint> and <cstddef>.
 #pragma once
 
-#include <bit>
+#include <cstddef>
 #include <cstdint>
-#include <string_view>
 
-#include "strata/core/clock.hpp"
+#include "strata/core/cold_path.hpp"
 #include "strata/core/config.hpp"
-#include "strata/core/intern.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
+#include "strata/core/recording_state.hpp"
 #include "strata/core/site.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/core/tick.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -28,22 +27,74 @@ namespace detail {
 /// through the cold path (first record of the thread in the session, or the portable clock).
 enum class scope_mode : std::uint8_t { off, fast, cold };
 
+/// Cold: whether the calling thread can record `l` now, taking its buffer for the running
+/// session if it has none yet. Out of line so that a call site carries one call.
+STRATA_NOINLINE inline bool prepare_to_record(layer l) noexcept {
+  return cold().prepare_to_record(l);
+}
+
 /// Cold: whether a record of `l` can be taken through the cold path now.
 STRATA_FORCE_INLINE bool cold_path_records(layer l) noexcept {
   return session_captures(l) && prepare_to_record(l);
 }
 
+/// Cold part of `push_record`: the cursor is at its limit, or the thread has no buffer (it
+/// exited: the record is not taken, as documented for records made after a thread's exit).
+/// Takes the record's fields as scalars so that the hot path passes them in registers instead
+/// of building the record in memory for a reference.
+STRATA_NOINLINE inline bool push_record_slow(std::uint64_t begin, std::uint64_t end,
+                                             const site* where, std::uint64_t payload) noexcept {
+  return cold().push_slow(begin, end, where, payload);
+}
+
+/// Stores a record into the calling thread's buffer, through its thread-local cursor: a
+/// compare, the slot's four stores and the new position.
+STRATA_FORCE_INLINE bool push_record(std::uint64_t begin, std::uint64_t end, const site* where,
+                                     std::uint64_t payload) noexcept {
+  record* p = tl_cursor.load_next();
+  if (p < tl_cursor.limit) [[likely]] {
+    write_slot(p, begin, end, where, payload);
+    tl_cursor.publish_next(p + 1);
+    return true;
+  }
+  return push_record_slow(begin, end, where, payload);
+}
+
 /// Cold: closes a scope opened through the cold path.
 STRATA_NOINLINE inline void close_cold(std::uint64_t begin, const site* where,
                                        std::uint64_t payload) noexcept {
-  push_record(begin, clock::now(), where, payload);
+  push_record(begin, now_ticks(), where, payload);
 }
 
 /// Cold: an instant through the cold path.
 STRATA_NOINLINE inline void emit_instant_cold(const site* where, std::uint64_t payload) noexcept {
   if (!prepare_to_record(where->where)) return;
-  const std::uint64_t t = clock::now();
+  const std::uint64_t t = now_ticks();
   push_record(t, t, where, payload);
+}
+
+/// A run-time name without <string_view>: anything with `data()` and `size()` (std::string,
+/// std::string_view, ...) or a NUL-terminated `const char*` (nullptr: the empty name).
+struct name_ref {
+  const char* data;
+  std::size_t size;
+};
+
+template <class Name>
+STRATA_FORCE_INLINE name_ref to_name_ref(const Name& name) noexcept {
+  if constexpr (requires { name.data(); name.size(); }) {
+    return {name.data(), static_cast<std::size_t>(name.size())};
+  } else {
+    const char* text = name;
+    return {text != nullptr ? text : "", text != nullptr ? __builtin_strlen(text) : 0};
+  }
+}
+
+/// Cold: the interned descriptor of a run-time name (never null).
+template <class Name>
+inline const site* intern_name(layer l, record_kind k, const Name& name) noexcept {
+  const name_ref n = to_name_ref(name);
+  return cold().intern(l, k, n.data, n.size);
 }
 
 /// Tag that selects the run-time-name constructor of `scope`.
@@ -74,10 +125,10 @@ class scope {
       : where_(where), payload_(payload) {
 #if STRATA_ENABLED
     if (detail::gate_open(where->where)) [[likely]] {
-      begin_ = clock::fast_ticks();
+      begin_ = detail::fast_ticks();
       mode_ = detail::scope_mode::fast;
     } else if (detail::cold_path_records(where->where)) [[unlikely]] {
-      begin_ = clock::now();
+      begin_ = detail::now_ticks();
       mode_ = detail::scope_mode::cold;
     }
 #endif
@@ -85,7 +136,7 @@ class scope {
 
   /// Opens a scope whose descriptor is made only when the scope records: `make_site(state)`
   /// gets the state word (see `detail::records_args`) and returns the descriptor, or nullptr
-  /// to record nothing; if it throws (out of memory while interning), nothing is recorded.
+  /// to record nothing. It must not throw.
   /// The run-time-name and argument-carrying scopes are built on it.
   template <class SiteFn>
   STRATA_FORCE_INLINE scope(detail::lazy_site_t, layer l, SiteFn&& make_site,
@@ -98,14 +149,12 @@ class scope {
     else if (detail::cold_path_records(l)) [[unlikely]]
       mode = detail::scope_mode::cold;
     if (mode != detail::scope_mode::off) {
-      try {
-        where_ = make_site(detail::load_state());
-        if (where_ != nullptr) {
-          begin_ = mode == detail::scope_mode::fast ? clock::fast_ticks() : clock::now();
-          mode_ = mode;
-        }
-      } catch (...) {
-        // The descriptor could not be made (out of memory): this scope is not recorded.
+      // `make_site` is noexcept: the descriptor makers never throw (a failure gives a fallback
+      // descriptor or nullptr, and nullptr records nothing).
+      where_ = make_site(detail::load_state());
+      if (where_ != nullptr) {
+        begin_ = mode == detail::scope_mode::fast ? detail::fast_ticks() : detail::now_ticks();
+        mode_ = mode;
       }
     }
 #else
@@ -114,17 +163,15 @@ class scope {
 #endif
   }
 
-  /// Opens a scope whose name is only known at run time. `name` is a callable returning
-  /// something convertible to `std::string_view`; it is called only when the layer is
-  /// captured, and the name is interned once per distinct value.
+  /// Opens a scope whose name is only known at run time. `name` is a callable returning a
+  /// string (anything with `data()` and `size()`, or a `const char*`); it is called only when
+  /// the layer is captured, and the name is interned once per distinct value.
   template <class NameFn>
   STRATA_FORCE_INLINE scope(detail::dynamic_name_t, layer l, NameFn&& name,
                             std::uint64_t payload = 0) noexcept
       : scope(
             detail::lazy_site, l,
-            [&](std::uint32_t) {
-              return detail::intern_cached(l, record_kind::scope, std::string_view(name()));
-            },
+            [&](std::uint32_t) noexcept { return detail::intern_name(l, record_kind::scope, name()); },
             payload) {}
 
   scope(const scope&) = delete;
@@ -133,7 +180,7 @@ class scope {
   STRATA_FORCE_INLINE ~scope() {
 #if STRATA_ENABLED
     if (mode_ == detail::scope_mode::fast) [[likely]]
-      detail::push_record(begin_, clock::fast_ticks(), where_, payload_);
+      detail::push_record(begin_, detail::fast_ticks(), where_, payload_);
     else if (mode_ == detail::scope_mode::cold) [[unlikely]]
       detail::close_cold(begin_, where_, payload_);
 #endif
@@ -158,7 +205,7 @@ namespace detail {
 STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload = 0) noexcept {
 #if STRATA_ENABLED
   if (gate_open(where->where)) [[likely]] {
-    const std::uint64_t t = clock::fast_ticks();
+    const std::uint64_t t = fast_ticks();
     push_record(t, t, where, payload);
   } else if (session_captures(where->where)) [[unlikely]] {
     emit_instant_cold(where, payload);
@@ -175,10 +222,10 @@ STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexce
 #if STRATA_ENABLED
   if (gate_open(where->where)) [[likely]] {
     const double v = static_cast<double>(value());
-    push_record(clock::fast_ticks(), std::bit_cast<std::uint64_t>(v), where, 0);
+    push_record(fast_ticks(), __builtin_bit_cast(std::uint64_t, v), where, 0);
   } else if (cold_path_records(where->where)) [[unlikely]] {
     const double v = static_cast<double>(value());
-    push_record(clock::now(), std::bit_cast<std::uint64_t>(v), where, 0);
+    push_record(now_ticks(), __builtin_bit_cast(std::uint64_t, v), where, 0);
   }
 #else
   static_cast<void>(where);
@@ -191,12 +238,9 @@ template <class NameFn>
 inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
 #if STRATA_ENABLED
   if (gate_open(l) || cold_path_records(l)) {
-    try {
-      const site* where = intern_cached(l, record_kind::instant, std::string_view(name()));
-      const std::uint64_t t = clock::now();
-      push_record(t, t, where, 0);
-    } catch (...) {
-    }
+    const site* where = intern_name(l, record_kind::instant, name());
+    const std::uint64_t t = now_ticks();
+    push_record(t, t, where, 0);
   }
 #else
   static_cast<void>(l);

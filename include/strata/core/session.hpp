@@ -1,4 +1,4 @@
-// strata/core/session.hpp: what one profiling session captured, and how it is collected.
+// strata/core/session.hpp: how a session's records are collected out of the registry.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata/core/clock.hpp"
+#include "strata/core/trace_data.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/ring_buffer.hpp"
@@ -14,51 +15,6 @@
 
 namespace strata {
 inline namespace v1 {
-
-/// The records of one thread (or device track) in one session, oldest first (a parent before
-/// its children).
-struct thread_track {
-  std::uint64_t tid = 0;
-  std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
-  std::string process_name;     ///< a device track's process name
-  /// Device tracks: begin and end are steady_clock nanoseconds (`clock::steady_ns()`), so a
-  /// simulated duration stays exact; other tracks hold ticks. Use `trace_data::ns_of`.
-  bool timestamps_in_ns = false;
-  std::uint32_t sort_index = 0;
-  std::string name;
-  bool exited = false;          ///< the thread had exited when the session stopped
-  std::vector<record> records;
-  std::uint64_t lost = 0;       ///< dropped by a full buffer or overwritten before a drain
-};
-
-/// Everything a stopped session captured, with what is needed to turn ticks into time.
-struct trace_data {
-  std::vector<thread_track> threads;
-  clock_calibration clock;
-  std::uint64_t pid = 0;
-  std::string process_name;
-  layer_set layers;
-  std::size_t buffer_capacity = 0;
-  overflow_policy overflow = overflow_policy::drop_newest;
-  std::uint64_t start_ticks = 0;
-  std::uint64_t stop_ticks = 0;
-
-  /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
-  std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {
-    return track.timestamps_in_ns ? static_cast<std::int64_t>(t) : clock.to_ns(t);
-  }
-
-  std::uint64_t recorded() const noexcept {
-    std::uint64_t n = 0;
-    for (const auto& t : threads) n += t.records.size();
-    return n;
-  }
-  std::uint64_t lost() const noexcept {
-    std::uint64_t n = 0;
-    for (const auto& t : threads) n += t.lost;
-    return n;
-  }
-};
 
 namespace detail {
 

@@ -37,6 +37,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/drained_records.hpp"
 #include "strata/core/layer.hpp"
+#include "strata/core/recording_state.hpp"
 #include "strata/core/ring_buffer.hpp"
 
 #if defined(__linux__)
@@ -48,20 +49,6 @@
 namespace strata {
 inline namespace v1 {
 namespace detail {
-
-/// The global state word read by every hot-path call: bits 0-6 are the captured layers of the
-/// running session (0 when none runs), bit 7 says whether it records the arguments (input
-/// shapes) of scopes that carry them, bits 8-31 are the session's epoch.
-inline constinit std::atomic<std::uint32_t> state{0};
-
-inline constexpr std::uint32_t layer_mask_bits = 0x7fu;
-inline constexpr std::uint32_t record_args_bit = 0x80u;
-inline constexpr unsigned epoch_shift = 8;
-static_assert(layer_count <= 7, "the state word keeps the layers in bits 0-6");
-
-constexpr bool records_args(std::uint32_t s) noexcept { return (s & record_args_bit) != 0; }
-
-constexpr std::uint32_t epoch_of(std::uint32_t s) noexcept { return s >> epoch_shift; }
 
 /// The OS's id for the calling thread (what Perfetto shows as tid).
 inline std::uint64_t current_thread_id() noexcept {
@@ -106,23 +93,14 @@ struct thread_buffer {
   std::uint32_t epoch;
   // The owner's gate while this is its current buffer (null otherwise); guarded by the
   // registry's mutex, which the owner holds when it binds or unbinds.
-  std::atomic<std::uint32_t>* gate = nullptr;
+  std::uint32_t* gate = nullptr;
   // Consumer side, guarded by the registry's mutex.
   drained_records drained;
   std::uint64_t lost = 0;
 };
 
-// The calling thread's hot-path state. All are constant-initialised and trivially
-// destructible, so the hot path reads them with a plain TLS access (no init guard).
-//
-// The gate: the layers (as in the state word) this thread records through the fast path: its
-// buffer is the running session's and the session's clock is the one the fast path reads.
-// Written by the thread when it takes a buffer, and cleared by the registry (from another
-// thread) when the session ends. (A byte per layer would allow a compare with memory, but GCC
-// 12 computes the address of a sub-word thread-local atomic instead of folding it.)
-inline thread_local constinit std::atomic<std::uint32_t> tl_gate{0};
-// Where the thread's next record goes: bound to the ring of its current buffer.
-inline thread_local constinit producer_cursor tl_cursor;
+// The calling thread's cold-path state (the hot path's gate and cursor are in
+// recording_state.hpp).
 // The thread's current buffer and the epoch it belongs to (cold paths only).
 inline thread_local constinit thread_buffer* tl_buffer = nullptr;
 inline thread_local constinit std::uint32_t tl_epoch = 0;
@@ -151,16 +129,17 @@ class registry {
     drained_records_ = 0;
     device_tracks_.clear();
     device_counts_.clear();
-    state.store((epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
-                    (settings.record_args ? record_args_bit : 0u),
-                std::memory_order_release);
+    __atomic_store_n(&state,
+                     (epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
+                         (settings.record_args ? record_args_bit : 0u),
+                     __ATOMIC_RELEASE);
     return epoch_;
   }
 
   /// Stops taking records: the hot path sees no captured layer from now on.
   void end_session() noexcept {
     std::lock_guard lock(mutex_);
-    state.store(epoch_ << epoch_shift, std::memory_order_release);
+    __atomic_store_n(&state, epoch_ << epoch_shift, __ATOMIC_RELEASE);
     close_gates_locked();
   }
 
@@ -204,9 +183,9 @@ class registry {
       guard.current->gate = &tl_gate;
       // The gate opens only for a session still running (it may have ended since the caller
       // read the state word) whose clock is the one the fast path reads.
-      const std::uint32_t s = state.load(std::memory_order_relaxed);
+      const std::uint32_t s = load_state();
       const bool fast = epoch_of(s) == epoch_ && clock::fast_ticks_are_process_ticks();
-      tl_gate.store(fast ? (s & layer_mask_bits) : 0u, std::memory_order_relaxed);
+      __atomic_store_n(&tl_gate, fast ? (s & layer_mask_bits) : 0u, __ATOMIC_RELAXED);
       tl_buffer = guard.current.get();
       tl_epoch = epoch_;
       return true;
@@ -217,9 +196,9 @@ class registry {
 
   /// Whether the running session takes device records of `core`.
   bool captures_device_core(int core) {
-    if ((load_state_relaxed() & layer_set::bit(layer::device)) == 0) return false;
+    if ((load_state() & layer_set::bit(layer::device)) == 0) return false;
     std::lock_guard lock(mutex_);
-    return (state.load(std::memory_order_relaxed) & layer_set::bit(layer::device)) != 0 &&
+    return (load_state() & layer_set::bit(layer::device)) != 0 &&
            settings_.cores.contains(core);
   }
 
@@ -232,7 +211,7 @@ class registry {
                                     std::uint64_t tid, std::string_view track_name,
                                     std::span<const record> records) {
     std::lock_guard lock(mutex_);
-    if ((state.load(std::memory_order_relaxed) & layer_set::bit(layer::device)) == 0) return 0;
+    if ((load_state() & layer_set::bit(layer::device)) == 0) return 0;
     thread_buffer*& track = device_tracks_[{pid, tid}];
     if (track == nullptr) {
       auto info = std::make_shared<thread_info>();
@@ -274,8 +253,6 @@ class registry {
  private:
   registry() = default;
 
-  static std::uint32_t load_state_relaxed() noexcept { return state.load(std::memory_order_relaxed); }
-
   // Keeps the calling thread's current buffer alive and, at thread exit, marks it exited so
   // the registry knows no more records will come. Only the cold path touches it.
   struct exit_guard {
@@ -288,7 +265,7 @@ class registry {
         if (current) detach_locked(*current);
         info->exited = true;
       }
-      tl_gate.store(0, std::memory_order_relaxed);
+      __atomic_store_n(&tl_gate, 0u, __ATOMIC_RELAXED);
       tl_buffer = nullptr;
       tl_epoch = 0;
     }
@@ -307,7 +284,7 @@ class registry {
   // the state word (and finds the session over, or a new one to take a buffer for).
   void close_gates_locked() noexcept {
     for (auto& b : buffers_)
-      if (b->gate != nullptr) b->gate->store(0, std::memory_order_relaxed);
+      if (b->gate != nullptr) __atomic_store_n(b->gate, 0u, __ATOMIC_RELAXED);
   }
 
   // On the owner's thread: `b` stops being its current buffer (a new session's buffer replaces
@@ -315,7 +292,7 @@ class registry {
   // no longer reachable through it.
   static void detach_locked(thread_buffer& b) noexcept {
     b.ring.unbind();
-    if (b.gate != nullptr) b.gate->store(0, std::memory_order_relaxed);
+    if (b.gate != nullptr) __atomic_store_n(b.gate, 0u, __ATOMIC_RELAXED);
     b.gate = nullptr;
   }
 
@@ -347,70 +324,28 @@ class registry {
   std::map<std::uint64_t, std::size_t> device_counts_;
 };
 
-/// The state word, read once per hot-path call: one relaxed load.
-STRATA_FORCE_INLINE std::uint32_t load_state() noexcept {
-  return state.load(std::memory_order_relaxed);
-}
-
-/// Out of line so that every call site carries one call, not the registry's static-init guard.
+/// Out of line so that every caller carries one call, not the registry's static-init guard.
 STRATA_NOINLINE inline bool acquire_thread_buffer() noexcept {
   return registry::instance().acquire_buffer();
 }
 
-/// Makes sure the calling thread has a buffer for the session whose state word is `s`.
-STRATA_FORCE_INLINE bool ensure_buffer(std::uint32_t s) noexcept {
-  if (tl_epoch != epoch_of(s)) [[unlikely]]
-    return acquire_thread_buffer();
-  return true;
-}
-
-/// The fast path's test: the calling thread records `l` straight into its ring.
-STRATA_FORCE_INLINE bool gate_open(layer l) noexcept {
-  return (tl_gate.load(std::memory_order_relaxed) & layer_set::bit(l)) != 0;
-}
-
-/// With the gate closed: whether the running session captures `l` at all (then the cold path
-/// decides: take a buffer, or record through the portable clock).
-STRATA_FORCE_INLINE bool session_captures(layer l) noexcept {
-  return (load_state() & layer_set::bit(l)) != 0;
-}
-
-/// Cold: whether the calling thread can record `l` now, taking its buffer for the running
-/// session if it has none yet.
-STRATA_NOINLINE inline bool prepare_to_record(layer l) noexcept {
+/// The cold path's `prepare_to_record` (core/cold_path.hpp): whether the calling thread can
+/// record `l` now, taking its buffer for the running session if it has none yet.
+inline bool prepare_to_record_cold(layer l) noexcept {
   const std::uint32_t s = load_state();
-  return (s & layer_set::bit(l)) != 0 && ensure_buffer(s);
+  if ((s & layer_set::bit(l)) == 0) return false;
+  return tl_epoch == epoch_of(s) || acquire_thread_buffer();
 }
 
-/// Cold part of `push_record`: the cursor is at its limit, or the thread has no ring (it
+/// The cold path's `push_slow`: the cursor is at its limit, or the thread has no ring (it
 /// exited: the record is not taken, as documented for records made after a thread's exit).
-/// Takes the record's fields as scalars so that the hot path passes them in registers instead
-/// of building the record in memory for a reference.
-STRATA_NOINLINE inline bool push_record_slow(std::uint64_t begin, std::uint64_t end,
-                                             const site* where, std::uint64_t payload) noexcept {
+inline bool push_slow_cold(std::uint64_t begin, std::uint64_t end, const site* where,
+                           std::uint64_t payload) noexcept {
   thread_buffer* b = tl_buffer;
   return b != nullptr && b->ring.push_slow(record{begin, end, where, payload});
 }
 
-/// Stores a record into the calling thread's ring, through its thread-local cursor: a compare,
-/// the slot's four stores and the new position.
-STRATA_FORCE_INLINE bool push_record(std::uint64_t begin, std::uint64_t end, const site* where,
-                                     std::uint64_t payload) noexcept {
-  record* p = tl_cursor.next.load(std::memory_order_relaxed);
-  if (p < tl_cursor.limit) [[likely]] {
-    ring_buffer::write_slot(p, record{begin, end, where, payload});
-    tl_cursor.next.store(p + 1, std::memory_order_release);
-    return true;
-  }
-  return push_record_slow(begin, end, where, payload);
-}
-
 }  // namespace detail
-
-/// Names the calling thread in traces. Call it before or during a session.
-inline void set_thread_name(std::string name) {
-  detail::registry::instance().set_current_thread_name(std::move(name));
-}
 
 }  // namespace v1
 }  // namespace strata

@@ -24,22 +24,17 @@
 
 #include "strata/core/config.hpp"
 #include "strata/core/layer.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/decimal.hpp"
+#include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
 
 namespace strata {
 inline namespace v1 {
-
-/// What an export wrote.
-struct export_result {
-  std::filesystem::path path;
-  std::uint64_t events = 0;  ///< trace events written, metadata included
-  std::uint64_t bytes = 0;
-};
 
 namespace detail {
 
@@ -91,7 +86,7 @@ class chrome_trace_writer {
   export_result finish(const std::filesystem::path& path) {
     flush();
     file_.commit();
-    return {path, events_, file_.bytes_written()};
+    return {path.string(), events_, file_.bytes_written()};
   }
 
  private:

@@ -36,6 +36,7 @@
 
 #include <fmt/format.h>
 
+#include "strata/core/names.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/correlation.hpp"
 #include "strata/core/device_track.hpp"

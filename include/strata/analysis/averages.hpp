@@ -1,0 +1,116 @@
+// strata/analysis/averages.hpp: what key_averages() returns: its rows, and how to print them
+// (torch.profiler's text table, CSV, JSON; rules: docs/key-averages.md).
+//
+// Declarations only, so that the file that runs a session (strata/profiler.hpp) stays light: the
+// printing is compiled with strata's implementation (impl/averages_table.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/core/overflow_policy.hpp"
+
+namespace strata {
+inline namespace v1 {
+
+/// One row of `key_averages()`: every event with the same key, summed. Times are nanoseconds.
+struct average_row {
+  std::string name = {};
+  std::string input_shapes = {};      ///< empty unless grouped by input shape
+  bool is_device = false;        ///< a device-layer row (no CPU time of its own)
+  bool top_level = true;         ///< the group's first event had no parent (device rows: always)
+  std::uint64_t count = 0;
+  std::int64_t self_cpu_ns = 0;
+  std::int64_t cpu_total_ns = 0;
+  std::int64_t self_device_ns = 0;
+  std::int64_t device_total_ns = 0;
+
+  double cpu_avg_ns() const noexcept { return avg(cpu_total_ns); }
+  double device_avg_ns() const noexcept { return avg(device_total_ns); }
+
+ private:
+  double avg(std::int64_t total) const noexcept {
+    return count == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(count);
+  }
+};
+
+/// How `averages::table()` prints, with torch.profiler's names and defaults.
+struct table_options {
+  std::string_view sort_by = {};          ///< e.g. "self_cpu_time_total"; empty: first-seen order
+  int row_limit = 100;                    ///< negative: no limit
+  std::size_t max_name_column_width = 55; ///< 0: no limit, names never cut
+  std::size_t max_shapes_column_width = 80;
+  bool top_level_events_only = false;
+  std::string_view time_unit = {};        ///< "s", "ms" or "us"; anything else: automatic
+  std::string_view header = {};           ///< printed above the table between `=` lines
+};
+
+/// Options of `key_averages()`.
+struct key_averages_options {
+  bool group_by_input_shape = false;
+  bool correlate_device_time = true;  ///< attribute device time to host ops by correlation id
+  std::string device_name = "NEURON";
+};
+
+/// What `key_averages()` returns: one row per key in first-seen order, with what is needed to
+/// print it as torch.profiler does.
+///
+/// **Example**
+/// ```
+/// auto avg = strata::key_averages(prof.collect());
+/// fmt::print("{}", avg.table({.sort_by = "self_cpu_time_total", .row_limit = 10}));
+/// ```
+struct averages {
+  std::vector<average_row> rows = {};
+  std::string device_name = "NEURON";  ///< the device column label, as torch's use_device
+  std::uint64_t records_lost = 0;      ///< records dropped while capturing: times undercount
+  overflow_policy overflow = overflow_policy::drop_newest;
+
+  /// Sum of self CPU time over all rows (the CPU percentages' denominator).
+  std::int64_t self_cpu_total_ns() const noexcept {
+    std::int64_t n = 0;
+    for (const auto& r : rows) n += r.self_cpu_ns;
+    return n;
+  }
+  /// Sum of the device rows' time, as torch sums its kernel rows only: a host op's self device
+  /// time is that same time seen from the op, so counting both would count it twice.
+  std::int64_t self_device_total_ns() const noexcept {
+    std::int64_t n = 0;
+    for (const auto& r : rows)
+      if (r.is_device) n += r.self_device_ns;
+    return n;
+  }
+  bool has_device_time() const noexcept {
+    for (const auto& r : rows)
+      if (r.self_device_ns > 0) return true;
+    return false;
+  }
+  bool has_input_shapes() const noexcept {
+    for (const auto& r : rows)
+      if (!r.input_shapes.empty()) return true;
+    return false;
+  }
+
+  /// The rows stably sorted by a torch sort key, largest first; empty key: first-seen order.
+  std::vector<average_row> sorted(std::string_view sort_by) const;
+
+  /// The torch.profiler text table: "" when there are no rows.
+  std::string table(const table_options& opt = {}) const;
+
+  /// One header line, then one line per row in first-seen order; times are nanoseconds
+  /// (averages may have decimals), percentages as in the table, names quoted (RFC 4180).
+  std::string to_csv() const;
+
+  /// An object with the device name, the lost-record count and the rows (first-seen order),
+  /// times in nanoseconds; valid JSON whatever bytes the names hold.
+  std::string to_json() const;
+
+ private:
+  static std::string percent(std::int64_t part, std::int64_t total);
+};
+
+}  // namespace v1
+}  // namespace strata

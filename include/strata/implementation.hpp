@@ -1,0 +1,46 @@
+// strata/implementation.hpp: strata's implementation: the registry of thread buffers, sessions,
+// exporters, key_averages tables, the C API, and the cold paths the instrumentation header
+// calls. Compile it into exactly one C++ file of a program, by defining STRATA_IMPLEMENTATION
+// before including <strata/profiler.hpp> or <strata/strata.h> (or by including this header):
+//
+//   #define STRATA_IMPLEMENTATION
+//   #include <strata/profiler.hpp>
+//
+// It needs no library beyond -pthread: {fmt} is compiled here in its header-only mode, unless
+// the file has already included {fmt} itself (then {fmt} stays as that include made it, and a
+// program using fmt as a library links -lfmt as it already must). Include strata first in that
+// file, or in a file of its own, to keep it link-flag free. FMT_HEADER_ONLY is undefined again
+// afterwards, so later includes of {fmt} in the file see the user's own setting.
+//
+// With STRATA_ENABLED=0 this compiles a profiler that records nothing (impl/compiled_out.hpp).
+#pragma once
+
+#if !defined(__cplusplus)
+#error "strata's implementation is C++20: define STRATA_IMPLEMENTATION in a C++ file"
+#endif
+
+#include "strata/core/config.hpp"
+
+#if STRATA_ENABLED
+
+#if !defined(FMT_VERSION) && !defined(FMT_HEADER_ONLY)
+#define FMT_HEADER_ONLY
+#define STRATA_DETAIL_FMT_HEADER_ONLY
+#endif
+#include <fmt/format.h>
+#ifdef STRATA_DETAIL_FMT_HEADER_ONLY
+#undef FMT_HEADER_ONLY
+#undef STRATA_DETAIL_FMT_HEADER_ONLY
+#endif
+
+#include "strata/impl/args.hpp"
+#include "strata/impl/averages_table.hpp"
+#include "strata/impl/c_api.hpp"
+#include "strata/impl/cold_path.hpp"
+#include "strata/impl/profiler.hpp"
+
+#else
+
+#include "strata/impl/compiled_out.hpp"
+
+#endif
