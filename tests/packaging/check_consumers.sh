@@ -1,13 +1,51 @@
 #!/usr/bin/env bash
-# Checks that strata can be consumed the two supported ways, from a copy of the source tree:
-#   1. installed, through pkg-config (any build system);
+# Checks that strata can be consumed the supported ways, from a copy of the source tree:
+#   0. plain: `g++ -std=c++20 -Iinclude -pthread` and nothing else (and clang++), warning free;
+#      the same program linked with -lfmt too; the C engine example (gcc -std=c11 -pedantic);
+#   1. installed, through pkg-config (any build system), and uninstalled (meson-uninstalled/);
 #   2. as a Meson subproject, through dependency('strata').
-# Each consumer builds the README's quickstart and runs it; the trace it writes must parse.
+# Each consumer builds the README's quickstart (or the C example) and runs it; the trace it
+# writes must parse.
 # Usage: check_consumers.sh SOURCE_ROOT
 set -euo pipefail
 src="$(cd "$1" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+
+trace_ok() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' "$1"
+}
+
+# 0. The README's plain build: no link flags but -pthread, under both compilers.
+for cxx in g++ clang++; do
+  "$cxx" -std=c++20 -Wall -Wextra -Werror -I"$src/include" "$src/examples/quickstart.cpp" \
+    -o "$work/quickstart_$cxx" -pthread
+  (cd "$work" && rm -rf strata-out && "./quickstart_$cxx") && trace_ok "$work/strata-out/trace.json"
+  echo "plain $cxx -std=c++20 -Iinclude -pthread: ok"
+done
+# A program that uses {fmt} as a library itself, with strata's implementation in the same file.
+cat >"$work/with_libfmt.cpp" <<'CPP'
+#define STRATA_IMPLEMENTATION
+#include <strata/profiler.hpp>
+#include <fmt/format.h>
+int main() {
+  strata::profiler prof({.output_dir = "libfmt-out"});
+  prof.start();
+  { STRATA_SCOPE("with libfmt"); }
+  prof.stop();
+  fmt::print("{} records\n", prof.export_chrome_trace().events);
+}
+CPP
+g++ -std=c++20 -Wall -Wextra -Werror -I"$src/include" "$work/with_libfmt.cpp" -o "$work/with_libfmt" \
+  -pthread -lfmt
+(cd "$work" && ./with_libfmt) && trace_ok "$work/libfmt-out/trace.json"
+echo "linked with -lfmt as well: ok"
+# The C API from C11, strata's implementation in one C++ file.
+gcc -std=c11 -Wall -Wextra -pedantic -Werror -I"$src/include" -c "$src/examples/c_engine.c" -o "$work/c_engine.o"
+g++ -std=c++20 -Wall -Wextra -Werror -I"$src/include" -c "$src/examples/c_engine_strata.cpp" -o "$work/c_engine_strata.o"
+g++ "$work/c_engine.o" "$work/c_engine_strata.o" -o "$work/c_engine" -pthread -lm
+(cd "$work" && ./c_engine c-out 8) && trace_ok "$work/c-out/trace.json"
+echo "C engine (gcc -std=c11 -pedantic): ok"
 
 # strata-report is left out of both (-Dtools=disabled): it is not what a consumer includes, and
 # building it would add a 20 s compile to each check.
@@ -17,12 +55,20 @@ meson setup "$work/build" "$src" --prefix="$work/prefix" -Dtests=disabled -Dexam
 meson install -C "$work/build" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 pc_dir="$(dirname "$(find "$work/prefix" -name strata.pc | head -n 1)")"
 flags="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs strata)"
+case "$flags" in *-std=*|*-lfmt*) echo "strata.pc forces a language standard or libfmt: $flags"; exit 1;; esac
 # shellcheck disable=SC2086
-c++ "$src/examples/quickstart.cpp" -o "$work/quickstart_pc" $flags
+c++ -std=c++20 -Wall -Wextra -Werror "$src/examples/quickstart.cpp" -o "$work/quickstart_pc" $flags
 (cd "$work" && ./quickstart_pc && mv strata-out pc-out)
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' \
   "$work/pc-out/trace.json"
 echo "pkg-config consumer: ok"
+# The uninstalled .pc of the build directory carries the source tree's include path.
+flags="$(PKG_CONFIG_PATH="$work/build/meson-uninstalled" pkg-config --cflags --libs strata-uninstalled)"
+case "$flags" in *-std=*) echo "strata-uninstalled.pc forces a language standard: $flags"; exit 1;; esac
+# shellcheck disable=SC2086
+c++ -std=c++20 -Wall -Wextra -Werror "$src/examples/quickstart.cpp" -o "$work/quickstart_upc" $flags
+(cd "$work" && rm -rf strata-out && ./quickstart_upc) && trace_ok "$work/strata-out/trace.json"
+echo "uninstalled pkg-config consumer: ok"
 
 # 2. A Meson project with strata under subprojects/.
 mkdir -p "$work/app/subprojects"

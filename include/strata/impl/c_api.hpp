@@ -1,95 +1,17 @@
 // strata/impl/c_api.hpp: the C API's definitions (strata/strata.h). Part of strata's
-// implementation (strata/implementation.hpp).
-//
-// strata_push/strata_pop keep a stack of open ranges per thread: the begin tick, the interned
-// descriptor and how the range records (as a C++ scope decides when it opens). The stack is
-// pushed even when nothing records, so that pops always match their pushes across a session's
-// start and stop. A name is interned by its text; a per-thread cache keyed by the name's
-// address makes a repeated name (a literal, a reused buffer) one compare of the text.
+// implementation (strata/implementation.hpp): the one file that defines STRATA_IMPLEMENTATION
+// defines these C functions.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <memory>
-#include <new>
-#include <string>
 
 #include "strata/core/error.hpp"
-#include "strata/core/names.hpp"
-#include "strata/core/recording_state.hpp"
-#include "strata/core/scope.hpp"
-#include "strata/core/tick.hpp"
+#include "strata/impl/c_api_state.hpp"
 #include "strata/profiler.hpp"
 #include "strata/strata.h"
-
-namespace strata {
-inline namespace v1 {
-namespace detail {
-namespace c_api {
-
-inline constexpr int max_depth = 256;
-
-struct open_range {
-  std::uint64_t begin;
-  const site* where;
-  scope_mode mode;
-};
-
-// One thread's open ranges. Constant-initialised and trivially destructible: no TLS guard.
-struct range_stack {
-  int depth = 0;     // open ranges, including those past max_depth (not stored)
-  open_range ranges[max_depth];
-};
-inline thread_local constinit range_stack tl_ranges{};
-
-// The calling thread's name cache: per layer and kind, direct-mapped on the name's address.
-struct name_cache {
-  static constexpr std::size_t slots = 64;
-  const char* text[layer_count][3][slots];
-  const site* where[layer_count][3][slots];
-};
-inline thread_local constinit name_cache tl_names{};
-
-inline const site* site_of(layer l, record_kind k, const char* name) noexcept {
-  if (name == nullptr) name = "";
-  const std::size_t slot = (reinterpret_cast<std::uintptr_t>(name) >> 3) & (name_cache::slots - 1);
-  const int li = static_cast<int>(l);
-  const int ki = static_cast<int>(k);
-  const site* cached = tl_names.where[li][ki][slot];
-  // Same address and the same text: the buffer behind a non-literal name may have changed.
-  if (tl_names.text[li][ki][slot] == name && std::strcmp(cached->name, name) == 0) [[likely]]
-    return cached;
-  const site* s = cold().intern(l, k, name, std::strlen(name));
-  tl_names.text[li][ki][slot] = name;
-  tl_names.where[li][ki][slot] = s;
-  return s;
-}
-
-inline void report_unmatched_pop() noexcept {
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    std::fputs("strata: strata_pop() with no open range on this thread; ignored (said once)\n",
-               stderr);
-}
-
-// The C API's session: one at a time, like a C++ profiler.
-inline std::unique_ptr<profiler>& c_session() {
-  static std::unique_ptr<profiler>* p = new std::unique_ptr<profiler>;  // used at exit too
-  return *p;
-}
-
-inline int report(const char* call, const std::exception& e, int status) noexcept {
-  std::fprintf(stderr, "%s: %s\n", call, e.what());
-  return status;
-}
-
-}  // namespace c_api
-}  // namespace detail
-}  // namespace v1
-}  // namespace strata
 
 extern "C" {
 
