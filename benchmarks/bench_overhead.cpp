@@ -39,6 +39,7 @@ using namespace strata_bench;
 enum class session {
   none,          ///< no profiler: strata is disabled at run time
   capture_all,   ///< every layer captured (the default config): the scope records
+  capture_shapes,  ///< every layer, and the arguments of scopes that carry them
   skip_user,     ///< every layer but `user`: the scope's layer is not captured
 };
 
@@ -51,26 +52,28 @@ void start_session(session mode, std::size_t capacity) {
   if (mode == session::none) return;
   strata::profiler_config config{
       .output_dir = std::filesystem::temp_directory_path() / "strata-bench",
-      .layers = mode == session::capture_all
+      .layers = mode != session::skip_user
                     ? strata::layer_set::all()
                     : strata::layer_set{strata::layer::framework, strata::layer::runtime,
                                         strata::layer::device},
       .buffer_capacity = capacity,
-      .overflow = strata::overflow_policy::overwrite_oldest};
+      .overflow = strata::overflow_policy::overwrite_oldest,
+      .record_shapes = mode == session::capture_shapes};
   current_profiler().emplace(std::move(config));
   current_profiler()->start();
 }
 
 /// Stops the session (nothing is exported) and checks how many records it took.
-void stop_session(benchmark::State& state, session mode) {
+void stop_session(benchmark::State& state, session mode, std::uint64_t warm_up_records) {
   if (mode == session::none) return;
   auto& prof = *current_profiler();
   prof.stop();
   const strata::profiler_stats s = prof.stats();
-  // Every thread recorded once in warm_up() and once per iteration, when its layer is captured.
-  const std::uint64_t per_thread = static_cast<std::uint64_t>(state.iterations()) + 1;
+  // Every thread recorded once in warm_up() (twice for the extra cases, which record once more
+  // before the loop) and once per iteration, when its layer is captured.
+  const std::uint64_t per_thread = static_cast<std::uint64_t>(state.iterations()) + warm_up_records;
   const std::uint64_t expected =
-      mode == session::capture_all ? per_thread * static_cast<std::uint64_t>(state.threads()) : 0;
+      mode != session::skip_user ? per_thread * static_cast<std::uint64_t>(state.threads()) : 0;
   if (s.recorded + s.dropped != expected)
     state.SkipWithError(("session took " + std::to_string(s.recorded + s.dropped) +
                          " records, expected " + std::to_string(expected))
@@ -95,11 +98,15 @@ void strata_case(benchmark::State& state, session mode, std::size_t capacity) {
   if (state.thread_index() == 0) start_session(mode, capacity);
   sync_threads(state);  // the session runs before any thread records
   warm_up();
+  // The extra cases record once more before the loop (their names interned, their arguments
+  // cached), so that the loop measures the steady state.
+  constexpr bool extra = Case == c_range || Case == scope_args_seen || Case == scope_framework;
+  if constexpr (extra) Case(0);
   std::uint64_t v = 0;
   for (auto _ : state) v = Case(v);
   benchmark::DoNotOptimize(v);
   // The loop's end is a barrier of all threads, so every record is in by now.
-  if (state.thread_index() == 0) stop_session(state, mode);
+  if (state.thread_index() == 0) stop_session(state, mode, extra ? 2 : 1);
 }
 
 /// A limit-baseline case: the same loop over a function of the same shape.
@@ -144,6 +151,14 @@ void register_benchmarks() {
                                session::capture_all, large_ring);
   benchmark::RegisterBenchmark("counter/strata_enabled", strata_case<counter_user>,
                                session::capture_all, large_ring);
+  // The C API against the C++ scope it mirrors; a scope with arguments seen before against the
+  // same scope without arguments.
+  benchmark::RegisterBenchmark("c_range/strata_enabled", strata_case<c_range>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("scope_args/framework_scope", strata_case<scope_framework>,
+                               session::capture_shapes, large_ring);
+  benchmark::RegisterBenchmark("scope_args/seen_before", strata_case<scope_args_seen>,
+                               session::capture_shapes, large_ring);
 }
 
 }  // namespace

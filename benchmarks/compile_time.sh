@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# What instrumenting a file costs at compile time (issue 7, target 7: a translation unit that
-# includes only what a scope needs gains at most 0.1 s).
+# What strata costs an engine's build: each kind of file strata asks for, compiled next to
+# reference files in the same run.
 #
-# Compiles a small function at -O2 -std=c++20 twice per compiler: as it is, and including
-# strata/core/macros.hpp with one STRATA_SCOPE in it. Each compile is repeated REPEATS times
-# (default 7) and the medians of CPU time (user + system, what the budget is checked on) and of
-# wall time are compared. A busy machine inflates both; wall time much more.
+#   plain          a small function, no include
+#   <vector>       the same, including <vector>           (the instrumentation header's budget)
+#   <regex>        the same, including <regex>            (the session file's budget: 2x;
+#                                                          compiled out: 1x)
+#   instrumented   the function with <strata/strata.hpp> and one STRATA_SCOPE
+#   session        a main() that runs a session, exports and prints a table: <strata/profiler.hpp>
+#   session off    the same with -DSTRATA_ENABLED=0
+#   implementation the session file with STRATA_IMPLEMENTATION defined (once per program)
+#   impl. off      the same with -DSTRATA_ENABLED=0
+#   args           a scope with input shapes: <strata/args/op_args.hpp> (Boost.Hana)
+#
+# Each file is compiled REPEATS times (default 7) at -O2 -std=c++20, interleaved (one round of
+# every file, REPEATS rounds), and the medians of CPU time (user + system of the compiler, what
+# the budgets are checked on) are compared. The exit status is 1 when a budget is broken.
 #
 # usage: benchmarks/compile_time.sh [REPEATS]
 #   CXXS="g++ clang++"   compilers to measure (the default)
-#   BUDGET=0.1           CPU seconds the instrumented file may add; the exit status is 1 above it
-#   SHOW_INCLUDES=1      also print how many headers (g++ -H) come in under each of scope.hpp's
-#                        includes (a header is counted under the first one that includes it)
+#   SHOW_INCLUDES=1      also list the headers the instrumentation header reads (g++ -H)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 repeats="${1:-7}"
-budget="${BUDGET:-0.1}"
 read -r -a compilers <<<"${CXXS:-g++ clang++}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -26,58 +33,91 @@ body='int work(const int* values, int n) {
   for (int i = 0; i < n; ++i) sum += values[i] * i;
   return sum;
 }'
+session_main='#include <cstdio>
+int main() {
+  strata::profiler prof({.output_dir = "strata-out"});
+  prof.start();
+  { STRATA_SCOPE("work"); }
+  prof.stop();
+  prof.export_chrome_trace();
+  std::puts(prof.key_averages().table().c_str());
+}'
 printf '%s\n' "${body//@SCOPE@/}" >"$work/plain.cpp"
-printf '#include "strata/core/macros.hpp"\n\n%s\n' \
-  "${body//@SCOPE@/STRATA_SCOPE(\"work\");}" >"$work/instrumented.cpp"
-
-# Medians of REPEATS compiles of FILE, in seconds: "CPU WALL" (CPU is user + system time of the
-# compiler's processes, which other load on the machine disturbs much less than wall time).
-# Usage: median_time CXX FILE
-median_time() {
-  python3 - "$repeats" "$work/out.o" "$1" -std=c++20 -O2 -I"$root/include" -c "$2" <<'PY'
-import resource, statistics, subprocess, sys, time
-repeats, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:] + ["-o", sys.argv[2]]
-cpu, wall = [], []
-for _ in range(repeats):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    wall.append(time.perf_counter() - start)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-print("%.3f %.3f" % (statistics.median(cpu), statistics.median(wall)))
-PY
+printf '#include <vector>\n%s\n' "${body//@SCOPE@/}" >"$work/vector.cpp"
+printf '#include <regex>\n%s\n' "${body//@SCOPE@/}" >"$work/regex.cpp"
+printf '#include <strata/strata.hpp>\n%s\n' "${body//@SCOPE@/STRATA_SCOPE(\"work\");}" >"$work/instrumented.cpp"
+printf '#include <strata/profiler.hpp>\n%s\n' "$session_main" >"$work/session.cpp"
+printf '#define STRATA_IMPLEMENTATION\n#include <strata/profiler.hpp>\n%s\n' "$session_main" >"$work/implementation.cpp"
+cat >"$work/args.cpp" <<'CPP'
+#include <strata/args/op_args.hpp>
+struct mm_args {
+  BOOST_HANA_DEFINE_STRUCT(mm_args, (strata::shape, self), (strata::shape, mat2));
+};
+int work(const int* values, int n) {
+  STRATA_SCOPE_ARGS(strata::layer::framework, "aten::mm", (mm_args{{n, 4}, {4, n}}));
+  int sum = 0;
+  for (int i = 0; i < n; ++i) sum += values[i] * i;
+  return sum;
 }
+CPP
+
+# name|file|extra flags
+files=(
+  "plain|plain.cpp|"
+  "<vector>|vector.cpp|"
+  "<regex>|regex.cpp|"
+  "instrumented|instrumented.cpp|"
+  "session|session.cpp|"
+  "session off|session.cpp|-DSTRATA_ENABLED=0"
+  "implementation|implementation.cpp|"
+  "impl. off|implementation.cpp|-DSTRATA_ENABLED=0"
+  "args|args.cpp|"
+)
 
 status=0
-printf '%-8s %-7s %21s %21s %21s\n' compiler version 'plain: CPU / wall' 'strata: CPU / wall' \
-  'added: CPU / wall'
 for cxx in "${compilers[@]}"; do
-  version="$("$cxx" -dumpversion)"
-  "$cxx" -std=c++20 -O2 -I"$root/include" -c "$work/instrumented.cpp" -o "$work/out.o"  # warm up
-  read -r plain_cpu plain_wall < <(median_time "$cxx" "$work/plain.cpp")
-  read -r strata_cpu strata_wall < <(median_time "$cxx" "$work/instrumented.cpp")
-  added_cpu="$(echo "$strata_cpu - $plain_cpu" | bc)"
-  added_wall="$(echo "$strata_wall - $plain_wall" | bc)"
-  verdict=ok
-  if [ "$(echo "$added_cpu > $budget" | bc)" -eq 1 ]; then
-    verdict="over the ${budget} s budget"
-    status=1
-  fi
-  printf '%-8s %-7s %10.3f / %7.3f %10.3f / %7.3f %10.3f / %7.3f  %s\n' "$cxx" "$version" \
-    "$plain_cpu" "$plain_wall" "$strata_cpu" "$strata_wall" "$added_cpu" "$added_wall" "$verdict"
+  printf '%s\n' "${files[@]}" | python3 - "$repeats" "$cxx" "$root/include" "$work" <<'PY' || status=1
+import resource, statistics, subprocess, sys
+repeats, cxx, include, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+specs = [line.rstrip("\n").split("|") for line in sys.stdin if line.strip()]
+version = subprocess.run([cxx, "-dumpversion"], capture_output=True, text=True).stdout.strip()
+
+def compile_once(source, extra):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([cxx, "-std=c++20", "-O2", "-I" + include, *extra.split(), "-c",
+                    f"{work}/{source}", "-o", f"{work}/out.o"], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+for name, source, extra in specs:  # warm the page cache once
+    compile_once(source, extra)
+times = {name: [] for name, _, _ in specs}
+for _ in range(repeats):
+    for name, source, extra in specs:
+        times[name].append(compile_once(source, extra))
+median = {name: statistics.median(t) for name, t in times.items()}
+vec, regex = median["<vector>"], median["<regex>"]
+budgets = {"instrumented": ("<vector>", 1.0), "session": ("<regex>", 2.0),
+           "session off": ("<regex>", 1.0), "impl. off": ("<regex>", 1.0)}
+print(f"{cxx} {version}: median CPU seconds of {repeats} compiles (-O2 -std=c++20)")
+print(f"  {'file':<15} {'CPU s':>7} {'/ <vector>':>11} {'/ <regex>':>10}  budget")
+broken = False
+for name, _, _ in specs:
+    m = median[name]
+    verdict = ""
+    if name in budgets:
+        ref, factor = budgets[name]
+        ok = m <= factor * median[ref]
+        broken |= not ok
+        verdict = f"<= {factor:g}x {ref}: {'ok' if ok else 'OVER'}"
+    print(f"  {name:<15} {m:7.3f} {m / vec:11.2f} {m / regex:10.2f}  {verdict}")
+sys.exit(1 if broken else 0)
+PY
 done
-echo "(seconds, medians of $repeats compiles at -O2 -std=c++20; strata: the same function with" \
-  "strata/core/macros.hpp and one STRATA_SCOPE; the budget applies to CPU time)"
 
 if [ "${SHOW_INCLUDES:-0}" = 1 ]; then
   echo
-  echo "headers pulled in by strata/core/macros.hpp (g++ -H), under the include that first"\
-    "brings them:"
-  g++ -std=c++20 -O2 -I"$root/include" -H -fsyntax-only "$work/instrumented.cpp" 2>&1 |
-    awk '/^\.+ / { depth = index($0, " ") - 1; n++
-                   if (depth <= 3) { top = $2; order[++k] = top } count[top]++ }
-         END { for (i = 1; i <= k; i++) printf "  %5d  %s\n", count[order[i]], order[i]
-               printf "  %5d  headers in all\n", n }'
+  echo "headers <strata/strata.hpp> reads (g++ -H):"
+  g++ -std=c++20 -O2 -I"$root/include" -H -fsyntax-only "$work/instrumented.cpp" 2>&1 | grep '^\.' || true
 fi
 exit "$status"

@@ -20,7 +20,7 @@ namespace {
 
 using namespace strata_bench;
 
-enum class session { none, capture_all, skip_user };
+enum class session { none, capture_all, capture_shapes, skip_user };
 
 struct case_info {
   std::string_view name;
@@ -39,6 +39,9 @@ constexpr case_info cases[] = {
     {"limit_instant", limit_instant<large_ring>, session::none, true},
     {"instant_enabled", instant_user, session::capture_all, false},
     {"counter_enabled", counter_user, session::capture_all, false},
+    {"c_range_enabled", c_range, session::capture_all, false},
+    {"scope_framework", scope_framework, session::capture_shapes, false},
+    {"scope_args_seen", scope_args_seen, session::capture_shapes, false},
 };
 
 int usage() {
@@ -64,18 +67,22 @@ int main(int argc, char** argv) {
     if (chosen->mode != session::none) {
       prof.emplace(strata::profiler_config{
           .output_dir = std::filesystem::temp_directory_path() / "strata-bench",
-          .layers = chosen->mode == session::capture_all
+          .layers = chosen->mode != session::skip_user
                         ? strata::layer_set::all()
                         : strata::layer_set{strata::layer::framework, strata::layer::runtime,
                                             strata::layer::device},
           .buffer_capacity = large_ring,
-          .overflow = strata::overflow_policy::overwrite_oldest});
+          .overflow = strata::overflow_policy::overwrite_oldest,
+          .record_shapes = chosen->mode == session::capture_shapes});
       prof->start();
     } else {
       strata::clock::select_once();
     }
     if (chosen->limit) limit_prepare<large_ring>();
     warm_up();
+    const bool extra = chosen->fn == c_range || chosen->fn == scope_framework ||
+                       chosen->fn == scope_args_seen;
+    if (extra) chosen->fn(0);  // names interned, arguments cached: the loop is steady state
 
     std::uint64_t v = 0;
     for (long i = 0; i < calls; ++i) v = chosen->fn(v);
@@ -89,9 +96,12 @@ int main(int argc, char** argv) {
     if (chosen->limit) recorded = limit_records_written();
     // One record per call when the case records, plus warm_up()'s own when a session captures.
     const auto n = static_cast<std::uint64_t>(calls);
-    const std::uint64_t expected = chosen->limit                             ? n
-                                   : chosen->mode == session::capture_all ? n + 1
-                                                                           : 0;
+    const std::uint64_t warm = extra ? 2 : 1;
+    const std::uint64_t expected = chosen->limit                           ? n
+                                   : chosen->mode == session::capture_all ||
+                                           chosen->mode == session::capture_shapes
+                                       ? n + warm
+                                       : 0;
     std::fprintf(stderr, "count_instructions: %s: %ld calls, %llu records (expected %llu), clock %s, compiler %s\n",
                  argv[1], calls, static_cast<unsigned long long>(recorded),
                  static_cast<unsigned long long>(expected),

@@ -38,6 +38,9 @@ cases=(
   "limit_instant|*strata_bench::limit_instant<*"
   "instant_enabled|*strata_bench::instant_user(*"
   "counter_enabled|*strata_bench::counter_user(*"
+  "c_range_enabled|*strata_bench::c_range(*"
+  "scope_framework|*strata_bench::scope_framework(*"
+  "scope_args_seen|*strata_bench::scope_args_seen(*"
 )
 
 echo "# $build, $calls calls per case"

@@ -25,6 +25,15 @@ using case_fn = std::uint64_t (*)(std::uint64_t) noexcept;
 [[gnu::noinline]] std::uint64_t instant_user(std::uint64_t x) noexcept;   // STRATA_INSTANT
 [[gnu::noinline]] std::uint64_t counter_user(std::uint64_t x) noexcept;   // STRATA_COUNTER
 
+// overhead_cases_extra.cpp: the C API's strata_push/strata_pop around the body; a framework
+// scope with two shapes as arguments, the same every call (a cache hit once seen); the same
+// framework scope without arguments, to compare with.
+[[gnu::noinline]] std::uint64_t c_range(std::uint64_t x) noexcept;
+[[gnu::noinline]] std::uint64_t scope_args_seen(std::uint64_t x) noexcept;
+[[gnu::noinline]] std::uint64_t scope_framework(std::uint64_t x) noexcept;
+/// Records each extra case once (takes the buffer, interns the names, caches the arguments).
+void warm_up_extra() noexcept;
+
 // STRATA_SCOPE in a translation unit built with -DSTRATA_ENABLED=0 (overhead_cases_off.cpp).
 [[gnu::noinline]] std::uint64_t scope_compiled_out(std::uint64_t x) noexcept;
 
