@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -93,29 +94,63 @@ STRATA_FORCE_INLINE void encode_args(arg_words& out, const Args& args) noexcept 
 }
 
 /// The calling thread's cache of argument sets already interned: direct-mapped on the
-/// encoding's hash, each entry keeping its words to compare. A hit costs the hash and one
-/// compare; a miss goes to the implementation (which has its own shared table) once.
+/// encoding's hash, each entry keeping the words to compare. It lives on the heap, reached
+/// through a constant-initialised thread-local pointer, so that a hit needs no TLS guard and
+/// threads that never record arguments carry none of it. Sets longer than `max_words` words
+/// (long strings) are not cached here; the implementation's shared table still interns them.
 struct args_cache {
+  static constexpr std::size_t slots = 128;
+  static constexpr std::size_t max_words = 30;
   struct entry {
-    std::uint64_t hash = 0;
-    const site* base = nullptr;
-    const site* result = nullptr;
-    std::vector<std::uint64_t> words;
+    std::uint64_t hash;
+    const site* base;
+    const site* result;
+    std::uint64_t count;
+    std::uint64_t words[max_words];
   };
-  static constexpr std::size_t slots = 256;
   entry entries[slots];
 };
 
-inline thread_local args_cache tl_args_cache;
+inline thread_local constinit args_cache* tl_args_cache = nullptr;
 
-/// The descriptor of `base` carrying `args`. Never throws: a set that cannot be interned or
-/// cached (out of memory) is recorded without its arguments.
+/// Owns the calling thread's cache and frees it when the thread exits; touched only on a miss.
+struct args_cache_owner {
+  ~args_cache_owner() {
+    delete tl_args_cache;
+    tl_args_cache = nullptr;
+  }
+};
+
+/// A set the cache did not hold: interned by the implementation, and remembered.
+STRATA_NOINLINE inline const site* site_with_args_miss(const site* base, const arg_words& words,
+                                                       std::uint64_t hash,
+                                                       args_cache::entry* e) noexcept {
+  const site* s = cold().intern_args(base, words.data(), words.size());
+  if (e == nullptr && words.size() <= args_cache::max_words) {
+    static thread_local args_cache_owner owner;  // registers the free at thread exit
+    static_cast<void>(owner);
+    tl_args_cache = new (std::nothrow) args_cache{};
+    if (tl_args_cache == nullptr) return s;
+    e = &tl_args_cache->entries[(hash ^ (hash >> 17)) & (args_cache::slots - 1)];
+  }
+  if (e != nullptr && words.size() <= args_cache::max_words) {
+    e->hash = hash;
+    e->base = base;
+    e->result = s;
+    e->count = words.size();
+    std::memcpy(e->words, words.data(), words.size() * sizeof(std::uint64_t));
+  }
+  return s;
+}
+
+/// The descriptor of `base` carrying `args`. Never throws: a set that cannot be interned (out
+/// of memory) is recorded without its arguments.
 template <class Args>
 const site* site_with_args(const site* base, const Args& args) noexcept {
   arg_words words;
   encode_args(words, args);
   if (words.overflowed()) [[unlikely]] {
-    // Longer than the inline buffer (long strings): encoded again on the heap, not cached here.
+    // Longer than the inline buffer (long strings): encoded again on the heap, not cached.
     try {
       std::vector<std::uint64_t> heap(words.size());
       arg_words big(heap.data(), heap.size());
@@ -126,21 +161,18 @@ const site* site_with_args(const site* base, const Args& args) noexcept {
     }
   }
   const std::uint64_t hash = words.hash() ^ reinterpret_cast<std::uintptr_t>(base);
-  args_cache::entry& e = tl_args_cache.entries[(hash ^ (hash >> 17)) & (args_cache::slots - 1)];
-  if (e.hash == hash && e.base == base && e.words.size() == words.size() &&
-      std::memcmp(e.words.data(), words.data(), words.size() * sizeof(std::uint64_t)) == 0)
-    [[likely]]
-    return e.result;
-  const site* s = cold().intern_args(base, words.data(), words.size());
-  try {
-    e.words.assign(words.data(), words.data() + words.size());
-    e.hash = hash;
-    e.base = base;
-    e.result = s;
-  } catch (...) {
-    e.base = nullptr;  // out of memory: this entry stays empty
+  args_cache* cache = tl_args_cache;
+  args_cache::entry* e = nullptr;
+  if (cache != nullptr) [[likely]] {
+    e = &cache->entries[(hash ^ (hash >> 17)) & (args_cache::slots - 1)];
+    if (e->hash == hash && e->base == base && e->count == words.size()) [[likely]] {
+      std::size_t i = 0;
+      while (i < words.size() && e->words[i] == words.data()[i]) ++i;
+      if (i == words.size()) [[likely]]
+        return e->result;
+    }
   }
-  return s;
+  return site_with_args_miss(base, words, hash, e);
 }
 
 /// What `scope`'s lazy constructor calls: the plain descriptor unless the session records

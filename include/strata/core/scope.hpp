@@ -136,7 +136,8 @@ class scope {
 
   /// Opens a scope whose descriptor is made only when the scope records: `make_site(state)`
   /// gets the state word (see `detail::records_args`) and returns the descriptor, or nullptr
-  /// to record nothing. It must not throw.
+  /// to record nothing; if it throws (a run-time name that cannot be built), nothing is
+  /// recorded.
   /// The run-time-name and argument-carrying scopes are built on it.
   template <class SiteFn>
   STRATA_FORCE_INLINE scope(detail::lazy_site_t, layer l, SiteFn&& make_site,
@@ -149,12 +150,14 @@ class scope {
     else if (detail::cold_path_records(l)) [[unlikely]]
       mode = detail::scope_mode::cold;
     if (mode != detail::scope_mode::off) {
-      // `make_site` is noexcept: the descriptor makers never throw (a failure gives a fallback
-      // descriptor or nullptr, and nullptr records nothing).
-      where_ = make_site(detail::load_state());
-      if (where_ != nullptr) {
-        begin_ = mode == detail::scope_mode::fast ? detail::fast_ticks() : detail::now_ticks();
-        mode_ = mode;
+      try {
+        where_ = make_site(detail::load_state());
+        if (where_ != nullptr) {
+          begin_ = mode == detail::scope_mode::fast ? detail::fast_ticks() : detail::now_ticks();
+          mode_ = mode;
+        }
+      } catch (...) {
+        // The name could not be made (out of memory building a run-time name): not recorded.
       }
     }
 #else
@@ -171,7 +174,7 @@ class scope {
                             std::uint64_t payload = 0) noexcept
       : scope(
             detail::lazy_site, l,
-            [&](std::uint32_t) noexcept { return detail::intern_name(l, record_kind::scope, name()); },
+            [&](std::uint32_t) { return detail::intern_name(l, record_kind::scope, name()); },
             payload) {}
 
   scope(const scope&) = delete;
@@ -238,9 +241,13 @@ template <class NameFn>
 inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
 #if STRATA_ENABLED
   if (gate_open(l) || cold_path_records(l)) {
-    const site* where = intern_name(l, record_kind::instant, name());
-    const std::uint64_t t = now_ticks();
-    push_record(t, t, where, 0);
+    try {
+      const site* where = intern_name(l, record_kind::instant, name());
+      const std::uint64_t t = now_ticks();
+      push_record(t, t, where, 0);
+    } catch (...) {
+      // The name could not be built (out of memory): not recorded.
+    }
   }
 #else
   static_cast<void>(l);

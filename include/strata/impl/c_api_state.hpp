@@ -47,25 +47,35 @@ inline thread_local constinit range_stack tl_ranges{};
 
 // The calling thread's name cache: per layer and kind, direct-mapped on the name's address.
 struct name_cache {
+  struct entry {
+    const char* text;   // the caller's pointer last seen in this slot
+    const site* where;  // what it named then
+  };
   static constexpr std::size_t slots = 64;
-  const char* text[layer_count][3][slots];
-  const site* where[layer_count][3][slots];
+  entry entries[layer_count][3][slots];
 };
 inline thread_local constinit name_cache tl_names{};
 
-inline const site* site_of(layer l, record_kind k, const char* name) noexcept {
-  if (name == nullptr) name = "";
-  const std::size_t slot = (reinterpret_cast<std::uintptr_t>(name) >> 3) & (name_cache::slots - 1);
-  const int li = static_cast<int>(l);
-  const int ki = static_cast<int>(k);
-  const site* cached = tl_names.where[li][ki][slot];
-  // Same address and the same text: the buffer behind a non-literal name may have changed.
-  if (tl_names.text[li][ki][slot] == name && std::strcmp(cached->name, name) == 0) [[likely]]
-    return cached;
+inline std::size_t name_slot(const char* name) noexcept {
+  return (reinterpret_cast<std::uintptr_t>(name) >> 3) & (name_cache::slots - 1);
+}
+
+/// A name not in the cache (or whose buffer now holds other text): interned and cached.
+STRATA_NOINLINE inline const site* site_of_slow(layer l, record_kind k, const char* name) noexcept {
   const site* s = cold().intern(l, k, name, std::strlen(name));
-  tl_names.text[li][ki][slot] = name;
-  tl_names.where[li][ki][slot] = s;
+  tl_names.entries[static_cast<int>(l)][static_cast<int>(k)][name_slot(name)] = {name, s};
   return s;
+}
+
+/// The descriptor of `name`: a hit is the same address holding the same text (a buffer behind
+/// a non-literal name may have changed since), one strcmp.
+STRATA_FORCE_INLINE const site* site_of(layer l, record_kind k, const char* name) noexcept {
+  if (name == nullptr) [[unlikely]]
+    name = "";
+  const name_cache::entry& e = tl_names.entries[static_cast<int>(l)][static_cast<int>(k)][name_slot(name)];
+  if (e.text == name && std::strcmp(e.where->name, name) == 0) [[likely]]
+    return e.where;
+  return site_of_slow(l, k, name);
 }
 
 inline void report_unmatched_pop() noexcept {
