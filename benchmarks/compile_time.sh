@@ -76,10 +76,11 @@ files=(
 
 status=0
 for cxx in "${compilers[@]}"; do
-  printf '%s\n' "${files[@]}" | python3 - "$repeats" "$cxx" "$root/include" "$work" <<'PY' || status=1
+  printf '%s\n' "${files[@]}" >"$work/files.txt"
+  python3 - "$repeats" "$cxx" "$root/include" "$work" <<'PY' || status=1
 import resource, statistics, subprocess, sys
 repeats, cxx, include, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-specs = [line.rstrip("\n").split("|") for line in sys.stdin if line.strip()]
+specs = [line.rstrip("\n").split("|") for line in open(f"{work}/files.txt") if line.strip()]
 version = subprocess.run([cxx, "-dumpversion"], capture_output=True, text=True).stdout.strip()
 
 def compile_once(source, extra):
