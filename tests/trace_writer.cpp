@@ -5,7 +5,9 @@
 //   trace_writer hostile DIR   names made of any bytes; DIR/names.json lists them as byte values
 //   trace_writer empty   DIR   a session that recorded nothing
 //
-// Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile).
+// Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile). With
+// --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), for
+// check_perfetto_trace.py to hold against trace.json.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -16,9 +18,20 @@
 #include <thread>
 #include <vector>
 
+#include "strata/export/chrome_trace.hpp"
+#include "strata/export/perfetto_trace.hpp"
 #include "strata/strata.hpp"
 
 namespace {
+
+bool all_formats = false;
+
+// The session's trace: trace.json, and with --all-formats its other forms.
+void export_traces(const strata::profiler& prof, const std::filesystem::path& dir) {
+  prof.export_chrome_trace();
+  if (!all_formats) return;
+  strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace");
+}
 
 // Bytes as a JSON array of numbers, so the expectation itself needs no escaping.
 std::string byte_list(std::string_view s) {
@@ -105,7 +118,7 @@ int basic(const std::filesystem::path& dir) {
     strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 2, .track_name = "Scalar"}, scalar);
   }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
 
   // What the checker must find, per thread name: X and i counts by name, counter values by
   // name (null for non-finite), records lost, whether it had exited by stop().
@@ -200,7 +213,7 @@ int hostile(const std::filesystem::path& dir) {
     STRATA_SCOPE_ARGS(strata::layer::user, "hostile args", (note_args{{1, 2}, name}));
   }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
 
   std::string names = "{\"process\":" + byte_list(process_name) + ",\"threads\":[";
   for (std::size_t i = 0; i < thread_names.size(); ++i)
@@ -220,17 +233,18 @@ int empty(const std::filesystem::path& dir) {
   prof.start();
   { STRATA_SCOPE("not captured: user layer"); }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s basic|hostile|empty DIR\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "--all-formats")) {
+    std::fprintf(stderr, "usage: %s basic|hostile|empty DIR [--all-formats]\n", argv[0]);
     return 2;
   }
+  all_formats = argc == 4;
   const std::string_view mode = argv[1];
   const std::filesystem::path dir = argv[2];
   try {

@@ -26,20 +26,14 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
-#include "strata/export/atomic_file.hpp"
 #include "strata/export/decimal.hpp"
+#include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
+#include "strata/export/trace_file.hpp"
 
 namespace strata {
 inline namespace v1 {
-
-/// What an export wrote.
-struct export_result {
-  std::filesystem::path path;
-  std::uint64_t events = 0;  ///< trace events written, metadata included
-  std::uint64_t bytes = 0;
-};
 
 namespace detail {
 
@@ -98,7 +92,7 @@ class chrome_trace_writer {
   // Large writes: a trace is hundreds of megabytes, and each write() costs a system call.
   static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
   static constexpr std::size_t window_slack = std::size_t{1} << 16;
-  atomic_file file_;
+  trace_file file_;
   fmt::memory_buffer buf_;
   std::uint64_t events_ = 0;
 };
