@@ -2,16 +2,19 @@
 """Runs tests/trace_writer with --all-formats and holds its Perfetto trace against the JSON trace
 of the same session.
 
-usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile or empty)
+usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty or device)
 
 The .pftrace is decoded here, field by field, with the field numbers of Perfetto's public
 .proto files (protos/perfetto/trace/...), independently of the C++ writer; `protoc
 --decode_raw` must also accept it. The JSON trace (itself checked by check_trace.py against
 hand-written expectations) must then agree with it on every track (process, name, order),
 every slice (name, category, start and duration in ns, arguments, nesting), instant, counter
-sample, flow and lost-record count.
+sample, flow and lost-record count. The .json.gz and .pftrace.gz files must decompress to the
+plain files' exact bytes. device mode also checks that a NeuronCore shows every engine track
+in a fixed order, used or not.
 """
 import decimal
+import gzip
 import os
 import struct
 import subprocess
@@ -398,6 +401,27 @@ def compare(trace, d, mode):
     return thread_names, pf_slices
 
 
+def check_device(trace, d, thread_names):
+    """Every engine of NeuronCore 0 (trn1: 16 DMA queues) is a named track, in a fixed order."""
+    want = ["Kernel", "Tensor", "Vector", "Scalar", "GpSimd"] + [f"DMA queue {q}" for q in range(16)]
+    sort_index = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in trace["traceEvents"]
+                  if e.get("name") == "thread_sort_index"}
+    device = sorted((sort_index[k], name) for k, name in thread_names.items() if k[0] == 1 << 24)
+    if [n for _, n in device] != want:
+        fail(f"JSON device tracks in order {[n for _, n in device]}, expected {want}")
+    engines = [t for t in d.tracks.values() if t["name"] == "engines"]
+    if len(engines) != 1:
+        fail(f"{len(engines)} engine groups, expected 1")
+        return
+    children = sorted((t["rank"], t["name"]) for t in d.tracks.values() if t["parent"] == engines[0]["uuid"])
+    if [n for _, n in children] != want:
+        fail(f"Perfetto engine tracks in rank order {[n for _, n in children]}, expected {want}")
+    tensor = [e for e in trace["traceEvents"] if thread_names.get((e.get("pid"), e.get("tid"))) == "Tensor"
+              and e.get("ph") == "X"]
+    if tensor:
+        fail("the softmax-like kernel used the Tensor engine; the check needs an idle engine")
+
+
 def check_hostile(d, names):
     """Names come back as the JSON shows them: valid UTF-8 unchanged, U+FFFD per invalid byte."""
     want_threads = sorted(check_trace.expected_text(bytes(n)) for n in names["threads"])
@@ -411,7 +435,7 @@ def check_hostile(d, names):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty"):
+    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device"):
         print(__doc__, file=sys.stderr)
         return 2
     writer, mode = sys.argv[1], sys.argv[2]
@@ -420,7 +444,11 @@ def main():
         if run.returncode != 0:
             print(f"{writer} {mode} failed ({run.returncode}):\n{run.stdout}{run.stderr}", file=sys.stderr)
             return 1
-        files = {f: open(os.path.join(tmp, f), "rb").read() for f in ("trace.json", "trace.pftrace")}
+        files = {f: open(os.path.join(tmp, f), "rb").read()
+                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz")}
+        for plain_name in ("trace.json", "trace.pftrace"):
+            if gzip.decompress(files[plain_name + ".gz"]) != files[plain_name]:
+                fail(f"{plain_name}.gz does not decompress to {plain_name}")
         raw = subprocess.run(["protoc", "--decode_raw"], input=files["trace.pftrace"], capture_output=True)
         if raw.returncode != 0:
             fail(f"protoc --decode_raw rejects trace.pftrace: {raw.stderr.decode(errors='replace')}")
@@ -434,6 +462,8 @@ def main():
             thread_names, _ = compare(trace, d, mode)
             if mode == "hostile":
                 check_hostile(d, check_trace.json.load(open(os.path.join(tmp, "names.json"))))
+            elif mode == "device":
+                check_device(trace, d, thread_names)
             elif mode == "basic":
                 lost = [e for e in trace["traceEvents"] if e.get("cat") == "strata"]
                 if not lost:

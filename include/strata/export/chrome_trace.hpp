@@ -295,8 +295,9 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
 
 }  // namespace detail
 
-/// Writes `data` to `path` as Chrome trace JSON, atomically. Raises `strata::error` when the
-/// file cannot be written.
+/// Writes `data` to `path` as Chrome trace JSON, atomically; a path ending in `.gz` is written
+/// gzip-compressed (streamed, zlib loaded at run time). Raises `strata::error` when the file
+/// cannot be written or, for `.gz`, when zlib cannot be loaded.
 inline export_result write_chrome_trace(const trace_data& data, const std::filesystem::path& path) {
   detail::chrome_trace_writer w(path);
   auto& out = w.buffer();
