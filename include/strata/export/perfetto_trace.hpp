@@ -404,15 +404,48 @@ class json_args_reader {
   interner& names_;
 };
 
+/// Encoded bytes copied into many packets. The storage is padded to whole 16-byte blocks so a
+/// copy moves fixed-size blocks instead of calling memcpy; it may write up to 15 bytes past
+/// the end, which the caller's reservation covers (`copy_slack`).
+class padded_bytes {
+ public:
+  static constexpr std::size_t block = 16;
+  static constexpr std::size_t copy_slack = block;
+
+  padded_bytes() = default;
+  explicit padded_bytes(std::string_view b) : bytes_((b.size() + block - 1) / block * block, '\0'), size_(b.size()) {
+    bytes_.replace(0, b.size(), b);
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  std::string_view view() const noexcept { return {bytes_.data(), size_}; }
+
+  char* copy_to(char* p) const noexcept {
+    // Locals: a store through a char* may alias anything, and would force reloads.
+    const char* const from = bytes_.data();
+    const std::size_t n = size_;
+    for (std::size_t i = 0; i < n; i += block) std::memcpy(p + i, from + i, block);
+    return p + n;
+  }
+
+ private:
+  std::string bytes_;
+  std::size_t size_ = 0;
+};
+
 /// What every event of one site shares, encoded once for the whole file: the TrackEvent's
 /// fields before the per-event ones (type, name, category, the site's arguments).
 struct site_event {
   record_kind kind = record_kind::scope;
   std::string fields;                       ///< encoded TrackEvent fields
+  /// What follows an event's timestamp delta when it carries nothing of its own (no
+  /// correlation id, no flow) on sequence `tail_sequence`: the sequence id, the TrackEvent's
+  /// key and length, then `fields`. Rebuilt for each sequence (tracks are written one by one).
+  padded_bytes tail;
+  std::uint32_t tail_sequence = 0;
   std::uint64_t name_iid = 0;
   std::uint64_t category_iid = 0;
   std::vector<std::uint64_t> annotation_iids;
-  std::uint32_t interned_on = 0;            ///< the last sequence that received its strings
   std::string counter_name;                 ///< counters: the name of their track
   std::uint64_t counter_pid = 0;            ///< counters: the process of `counter_track`
   std::uint64_t counter_track = 0;          ///< counters: the track uuid in `counter_pid`
@@ -559,25 +592,70 @@ class packet_stream {
   std::uint64_t packets_ = 0;
 };
 
-/// The flows that start, continue or end at each record, in the order the writer meets them.
-struct flow_marks {
-  std::vector<flow_point> points;  // sorted by (thread, record)
-  std::size_t next = 0;
+/// The flow ids bound to each track's records, in record order, so the writer meets them as
+/// it goes: flow_ids on a record start or continue a flow, terminating_flow_ids end one.
+class flow_marks {
+ public:
+  struct mark {
+    std::size_t record;
+    std::uint64_t id;
+    bool ends;
+  };
+
+  /// The flows of `data` (export/flows.hpp), bucketed by track; within a track sorted by
+  /// record only when not in order already (flows come path by path, and a track's paths are
+  /// mostly met in record order).
+  explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
+    flow_builder builder(data);
+    for (std::size_t t = 0; t < data.threads.size(); ++t) {
+      const record* records = data.threads[t].records.data();
+      const std::size_t n = data.threads[t].records.size();
+      for (std::size_t i = 0; i < n; ++i)
+        if (records[i].payload != 0) builder.offer(t, i, records[i]);
+    }
+    const std::vector<flow_point> points = builder.build();
+    for (const flow_point& f : points) ++start_[f.thread + 1];
+    for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
+    marks_.resize(points.size());
+    std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
+    for (const flow_point& f : points) marks_[next[f.thread]++] = {f.record, f.id, f.phase == 'f'};
+    const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
+    for (std::size_t t = 0; t + 1 < start_.size(); ++t) {
+      const auto first = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t]);
+      const auto last = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t + 1]);
+      if (!std::is_sorted(first, last, by_record)) std::stable_sort(first, last, by_record);
+    }
+  }
+
+  /// The marks of track `t`, in record order.
+  const mark* begin(std::size_t t) const noexcept { return marks_.data() + start_[t]; }
+  const mark* end(std::size_t t) const noexcept { return marks_.data() + start_[t + 1]; }
+
+ private:
+  std::vector<std::size_t> start_;
+  std::vector<mark> marks_;
 };
 
 /// Writes the events of one track as one packet sequence.
 class track_writer {
  public:
-  track_writer(packet_stream& out, interner& names, site_events& sites, flow_marks& flows,
+  track_writer(packet_stream& out, interner& names, site_events& sites, const flow_marks& flows,
                const trace_data& data, std::size_t track, std::uint32_t sequence,
                std::uint64_t uuid, std::uint64_t correlation_iid,
                std::vector<std::int64_t>& open_ends)
-      : out_(out), names_(names), sites_(sites), flows_(flows), data_(data), track_(track),
+      : out_(out), names_(names), sites_(sites), next_flow_(flows.begin(track)),
+        flows_end_(flows.end(track)), data_(data), track_(track),
         sequence_(sequence), uuid_(uuid), correlation_iid_(correlation_iid), open_(open_ends) {
     char* p = sequence_key_;
     p = proto::put_varint(p, proto::key(packet_sequence_id, proto::wire::varint));
     p = proto::put_varint(p, sequence);
     sequence_key_size_ = static_cast<std::size_t>(p - sequence_key_);
+    std::string end(sequence_key_, sequence_key_size_);
+    end += static_cast<char>(proto::key(packet_track_event, proto::wire::length_delimited));
+    end += '\x02';
+    end += static_cast<char>(proto::key(event_type, proto::wire::varint));
+    end += static_cast<char>(type_slice_end);
+    end_tail_ = padded_bytes(end);
   }
 
   /// Writes every record; `counter_track(pid, site_event&)` gives a counter's track uuid.
@@ -652,8 +730,14 @@ class track_writer {
   // The strings `e` needs that this sequence has not received yet, as InternedData.
   std::string_view intern(site_event& e, bool with_correlation) {
     interned_.clear();
-    if (e.interned_on != sequence_) {
-      e.interned_on = sequence_;
+    if (e.tail_sequence != sequence_) {
+      e.tail_sequence = sequence_;
+      std::string tail(sequence_key_, sequence_key_size_);
+      char head[11];
+      head[0] = static_cast<char>(proto::key(packet_track_event, proto::wire::length_delimited));
+      tail.append(head, static_cast<std::size_t>(proto::put_varint(head + 1, e.fields.size()) - head));
+      tail += e.fields;
+      e.tail = padded_bytes(tail);
       if (e.kind != record_kind::counter) names_.send(interner::event_name, e.name_iid, sequence_, interned_);
       names_.send(interner::category, e.category_iid, sequence_, interned_);
       for (std::uint64_t iid : e.annotation_iids) names_.send(interner::annotation_name, iid, sequence_, interned_);
@@ -699,6 +783,18 @@ class track_writer {
 
   // A slice begin or an instant: the site's fields, then a correlation id and flow ids.
   void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
+    if (correlation_id == 0 && e.tail_sequence == sequence_) [[likely]] {
+      // Nothing of its own: key, length, delta, then the sequence's tail of the site.
+      const std::uint64_t delta = advance(t);
+      const std::size_t size = 1 + proto::varint_size(delta) + e.tail.size();
+      char* p = out_.reserve(1 + proto::varint_size(size) + size + padded_bytes::copy_slack);
+      *p++ = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+      p = proto::put_varint(p, size);
+      *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+      p = proto::put_varint(p, delta);
+      out_.commit(e.tail.copy_to(p));
+      return;
+    }
     const std::string_view interned = intern(e, correlation_id != 0);
     std::size_t correlation_size = 0, annotation_size = 0;
     if (correlation_id != 0) {
@@ -706,16 +802,11 @@ class track_writer {
       correlation_size = 1 + proto::varint_size(annotation_size) + annotation_size;
     }
     // Flows bound to this record: flow_ids start or continue one, terminating_flow_ids end it.
-    while (flows_.next < flows_.points.size() &&
-           (flows_.points[flows_.next].thread < track_ ||
-            (flows_.points[flows_.next].thread == track_ && flows_.points[flows_.next].record < index)))
-      ++flows_.next;
-    std::size_t flows_begin = flows_.next, flows_end = flows_.next;
-    while (flows_end < flows_.points.size() && flows_.points[flows_end].thread == track_ &&
-           flows_.points[flows_end].record == index)
-      ++flows_end;
-    flows_.next = flows_end;
-    const std::size_t flow_size = (flows_end - flows_begin) * 10;  // 2-byte key + fixed64
+    while (next_flow_ != flows_end_ && next_flow_->record < index) ++next_flow_;
+    const flow_marks::mark* const flows_begin = next_flow_;
+    while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
+    const flow_marks::mark* const flows_end = next_flow_;
+    const auto flow_size = static_cast<std::size_t>(flows_end - flows_begin) * 10;  // 2-byte key + fixed64
     const std::size_t event_size = e.fields.size() + correlation_size + flow_size;
     const std::uint64_t delta = advance(t);
     const std::size_t size = packet_size(delta, interned, event_size);
@@ -731,25 +822,24 @@ class track_writer {
       *p++ = static_cast<char>(proto::key(annotation_uint, proto::wire::varint));
       p = proto::put_varint(p, correlation_id);
     }
-    for (std::size_t k = flows_begin; k < flows_end; ++k) {
-      const flow_point& f = flows_.points[k];
-      const std::uint32_t field = f.phase == 'f' ? event_terminating_flow_ids : event_flow_ids;
-      p = proto::put_varint(p, proto::key(field, proto::wire::fixed64));
-      p = proto::put_fixed64(p, f.id);
+    for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
+      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::fixed64));
+      p = proto::put_fixed64(p, f->id);
     }
     out_.commit(p);
   }
 
+  // A slice end: its type alone (the track is the sequence's default).
   void close_top() {
     const std::uint64_t delta = advance(open_.back());
     open_.pop_back();
-    constexpr std::size_t event_size = 2;  // the type alone; the track is the sequence's default
-    const std::size_t size = packet_size(delta, {}, event_size);
-    char* p = out_.reserve(1 + proto::varint_size(size) + size);
-    p = frame(p, size, delta, {}, event_size);
-    *p++ = static_cast<char>(proto::key(event_type, proto::wire::varint));
-    *p++ = static_cast<char>(type_slice_end);
-    out_.commit(p);
+    const std::size_t size = 1 + proto::varint_size(delta) + end_tail_.size();
+    char* p = out_.reserve(1 + proto::varint_size(size) + size + padded_bytes::copy_slack);
+    *p++ = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+    p = proto::put_varint(p, size);
+    *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+    p = proto::put_varint(p, delta);
+    out_.commit(end_tail_.copy_to(p));
   }
 
   void counter(site_event& e, std::int64_t t, double value, std::uint64_t track) {
@@ -802,7 +892,8 @@ class track_writer {
   packet_stream& out_;
   interner& names_;
   site_events& sites_;
-  flow_marks& flows_;
+  const flow_marks::mark* next_flow_;  // the next flow mark of this track
+  const flow_marks::mark* flows_end_;
   const trace_data& data_;
   std::size_t track_;
   std::uint32_t sequence_;
@@ -811,6 +902,7 @@ class track_writer {
   std::vector<std::int64_t>& open_;  // end times of the slices still open, innermost last
   char sequence_key_[11] = {};
   std::size_t sequence_key_size_ = 0;
+  padded_bytes end_tail_;  // what follows a slice end's delta
   bool started_ = false;
   bool correlation_sent_ = false;
   std::int64_t last_ = 0;
@@ -929,10 +1021,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   };
 
   // Flows are marked on the slices they bind to, so they are built before the events.
-  pf::flow_marks flows{detail::correlation_flows(data)};
-  std::stable_sort(flows.points.begin(), flows.points.end(), [](const detail::flow_point& a, const detail::flow_point& b) {
-    return a.thread != b.thread ? a.thread < b.thread : a.record < b.record;
-  });
+  const pf::flow_marks flows(data);
   const std::uint64_t correlation_iid = names.id(pf::interner::annotation_name, "correlation_id");
   std::vector<std::int64_t> open_ends;
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
