@@ -1,10 +1,14 @@
-// benchmarks/bench_export.cpp: how fast a stopped session becomes Chrome trace JSON.
+// benchmarks/bench_export.cpp: how fast a stopped session becomes Chrome trace JSON, a Perfetto
+// protobuf trace, or either gzip-compressed.
 //
 // The session is built by hand (strata::trace_data), so the figure is the writer's alone and is
 // the same from run to run: 1M records over 2 threads in a repeating pattern of what an
 // inference stack records (nested framework and runtime scopes, some with a correlation id,
 // user scopes, instants, counters). The file goes to the temporary directory and is removed
 // afterwards. Reported: records per second (items/s), bytes per second and bytes per record.
+// The formats run as one benchmark with the format as its argument, so that
+// --benchmark_enable_random_interleaving mixes their repetitions and a ratio of two medians
+// compares runs that met the same load.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -18,6 +22,7 @@
 
 #define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
+#include "strata/export/perfetto_trace.hpp"
 
 #ifndef STRATA_BENCH_BUILD
 #define STRATA_BENCH_BUILD "unknown"
@@ -90,16 +95,25 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
   return data;
 }
 
-void write_chrome_trace(benchmark::State& state) {
+// The formats, by the benchmark's third argument.
+enum trace_format : std::int64_t { chrome_json = 0, perfetto = 1, chrome_json_gz = 2, perfetto_gz = 3 };
+
+void write_trace(benchmark::State& state) {
   const strata::trace_data data = synthetic_session(static_cast<std::uint64_t>(state.range(0)),
                                                     static_cast<std::uint64_t>(state.range(1)));
+  const auto format = static_cast<trace_format>(state.range(2));
+  static constexpr const char* file_names[] = {"bench_export.json", "bench_export.pftrace",
+                                               "bench_export.json.gz", "bench_export.pftrace.gz"};
+  static constexpr const char* labels[] = {"chrome_json", "perfetto", "chrome_json_gz", "perfetto_gz"};
+  state.SetLabel(labels[format]);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
   std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / "bench_export.json";
+  const std::filesystem::path path = dir / file_names[format];
   const std::uint64_t records = data.recorded();
   strata::export_result written;
   for (auto _ : state) {
-    written = strata::write_chrome_trace(data, path);
+    written = format == perfetto || format == perfetto_gz ? strata::write_perfetto_trace(data, path)
+                                                          : strata::write_chrome_trace(data, path);
     benchmark::DoNotOptimize(written.bytes);
   }
   const auto iterations = static_cast<std::int64_t>(state.iterations());
@@ -115,9 +129,12 @@ void write_chrome_trace(benchmark::State& state) {
 }  // namespace
 
 // Real time: the export writes a file, and time blocked in write() is part of its cost.
-BENCHMARK(write_chrome_trace)
-    ->ArgNames({"records", "threads"})
-    ->Args({1000000, 2})
+BENCHMARK(write_trace)
+    ->ArgNames({"records", "threads", "format"})
+    ->Args({1000000, 2, chrome_json})
+    ->Args({1000000, 2, perfetto})
+    ->Args({1000000, 2, chrome_json_gz})
+    ->Args({1000000, 2, perfetto_gz})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

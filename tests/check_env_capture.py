@@ -71,6 +71,19 @@ def main():
             expect(trace["otherData"]["overflow_policy"] == "overwrite_oldest", "overflow policy")
             expect(trace["otherData"]["buffer_capacity"] == 1024, "buffer capacity")
 
+        # STRATA_FORMAT=perfetto: trace.pftrace instead of trace.json, a protobuf Trace whose
+        # first bytes are a TracePacket field (field 1, length-delimited: 0x0a).
+        out = os.path.join(tmp, "pf")
+        r = run(child, {"STRATA_PROFILE": "1", "STRATA_OUTPUT_DIR": out, "STRATA_FORMAT": "perfetto"}, tmp)
+        expect(r.returncode == 0, f"perfetto: the child failed: {r.stderr}")
+        expect(os.path.isdir(out) and sorted(os.listdir(out)) == ["trace.pftrace"],
+               f"perfetto: wrote {os.listdir(out) if os.path.isdir(out) else 'nothing'}")
+        if os.path.isfile(os.path.join(out, "trace.pftrace")):
+            with open(os.path.join(out, "trace.pftrace"), "rb") as f:
+                head = f.read(1)
+            expect(head == b"\x0a", f"perfetto: trace.pftrace does not start with a packet: {head!r}")
+        expect("trace.pftrace" in r.stderr, f"perfetto: stderr does not name the file: {r.stderr}")
+
         # Bad values: the program runs normally, the variable is named, nothing is written.
         bad = [
             ({"STRATA_PROFILE": "yes"}, "STRATA_PROFILE"),
@@ -78,6 +91,7 @@ def main():
             ({"STRATA_PROFILE": "1", "STRATA_BUFFER_CAPACITY": "1000"}, "buffer_capacity"),
             ({"STRATA_PROFILE": "1", "STRATA_BUFFER_CAPACITY": "lots"}, "STRATA_BUFFER_CAPACITY"),
             ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "block"}, "STRATA_OVERFLOW"),
+            ({"STRATA_PROFILE": "1", "STRATA_FORMAT": "protobuf"}, "STRATA_FORMAT"),
             ({"STRATA_PROFILE": "1", "STRATA_OUTPUT_DIR": "/proc/strata-cannot-exist"}, "output_dir"),
         ]
         for env, word in bad:

@@ -4,8 +4,11 @@
 //   trace_writer basic   DIR   threads, nesting, an exception, counters, a drop-newest overflow
 //   trace_writer hostile DIR   names made of any bytes; DIR/names.json lists them as byte values
 //   trace_writer empty   DIR   a session that recorded nothing
+//   trace_writer device  DIR   an op whose softmax-like kernel runs on a simulated NeuronCore
 //
-// Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile).
+// Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile). With
+// --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), DIR/trace.json.gz
+// and DIR/trace.pftrace.gz, for check_perfetto_trace.py to hold against trace.json.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -19,9 +22,25 @@
 
 #include "strata/args/op_args.hpp"
 #include "strata/core/device_track.hpp"
+#include "strata/export/chrome_trace.hpp"
+#include "strata/export/perfetto_trace.hpp"
 #include "strata/profiler.hpp"
+#include "strata/sim/neuron_core.hpp"
+#include "strata/sim/record_execution.hpp"
+#include "strata/strata.hpp"
 
 namespace {
+
+bool all_formats = false;
+
+// The session's trace: trace.json, and with --all-formats its other forms.
+void export_traces(const strata::profiler& prof, const std::filesystem::path& dir) {
+  prof.export_chrome_trace();
+  if (!all_formats) return;
+  strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace");
+  strata::write_chrome_trace(prof.data(), dir / "trace.json.gz");
+  strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace.gz");
+}
 
 // Bytes as a JSON array of numbers, so the expectation itself needs no escaping.
 std::string byte_list(std::string_view s) {
@@ -108,7 +127,7 @@ int basic(const std::filesystem::path& dir) {
     strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = 2, .track_name = "Scalar"}, scalar);
   }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
 
   // What the checker must find, per thread name: X and i counts by name, counter values by
   // name (null for non-finite), records lost, whether it had exited by stop().
@@ -203,7 +222,7 @@ int hostile(const std::filesystem::path& dir) {
     STRATA_SCOPE_ARGS(strata::layer::user, "hostile args", (note_args{{1, 2}, name}));
   }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
 
   std::string names = "{\"process\":" + byte_list(process_name) + ",\"threads\":[";
   for (std::size_t i = 0; i < thread_names.size(); ++i)
@@ -223,23 +242,56 @@ int empty(const std::filesystem::path& dir) {
   prof.start();
   { STRATA_SCOPE("not captured: user layer"); }
   prof.stop();
-  prof.export_chrome_trace();
+  export_traces(prof, dir);
+  return 0;
+}
+
+// --- device --------------------------------------------------------------------------------
+
+// A row softmax's shape of work: DMA in, exp on Scalar, reductions on Vector, DMA out; the
+// Tensor and GpSimd engines stay idle, and the trace must still show their tracks.
+int device(const std::filesystem::path& dir) {
+  namespace sim = strata::sim;
+  sim::neuron_core core{sim::core_generation::trn1};
+  std::vector<float> data(128 * 64, 0.25f);
+  sim::hbm_tensor x = core.upload("x", data, {128, 64});
+  sim::hbm_tensor y = core.alloc_hbm("y", {128, 64});
+  strata::profiler prof({.output_dir = dir, .buffer_capacity = 1024, .process_name = "device writer"});
+  strata::set_thread_name("main");
+  prof.start();
+  {
+    const std::uint64_t id = strata::new_correlation_id();
+    strata::scope op(strata::intern(strata::layer::framework, "aten::softmax"), id);
+    strata::scope launch(strata::intern(strata::layer::runtime, "nrt::execute"), id);
+    const std::int64_t start = strata::clock::steady_ns();
+    const sim::execution ex = core.run("softmax_kernel", [&](sim::kernel& k) {
+      sim::tile t = k.load(x, {0, 0}, {128, 64});
+      sim::tile e = k.activation(t, sim::act::exp);
+      static_cast<void>(k.reduce(e, sim::alu::add));
+      k.store(y, {0, 0}, e);
+    });
+    sim::record_execution(ex, {.core = 0, .start_ns = start, .correlation_id = id});
+  }
+  prof.stop();
+  export_traces(prof, dir);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s basic|hostile|empty DIR\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "--all-formats")) {
+    std::fprintf(stderr, "usage: %s basic|hostile|empty|device DIR [--all-formats]\n", argv[0]);
     return 2;
   }
+  all_formats = argc == 4;
   const std::string_view mode = argv[1];
   const std::filesystem::path dir = argv[2];
   try {
     if (mode == "basic") return basic(dir);
     if (mode == "hostile") return hostile(dir);
     if (mode == "empty") return empty(dir);
+    if (mode == "device") return device(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_writer: %s\n", e.what());
     return 1;

@@ -79,6 +79,20 @@ inline layer_set parse_layers(std::string_view text) {
 
 }  // namespace detail
 
+/// The file an environment capture writes at exit.
+enum class trace_format : std::uint8_t { json, perfetto };
+
+/// `STRATA_FORMAT`: `json` (the default, unset or empty) or `perfetto`; anything else raises
+/// `strata::error` naming the variable.
+inline trace_format trace_format_from_env(const env_lookup& lookup) {
+  const char* v = lookup("STRATA_FORMAT");
+  if (v == nullptr) return trace_format::json;
+  const std::string_view text = detail::trim(v);
+  if (text.empty() || text == "json") return trace_format::json;
+  if (text == "perfetto") return trace_format::perfetto;
+  throw error("STRATA_FORMAT='" + std::string(v) + "': use json (trace.json) or perfetto (trace.pftrace)");
+}
+
 /// What the environment asks for: `std::nullopt` when STRATA_PROFILE is unset, empty or 0,
 /// otherwise the profiler configuration. Raises `strata::error` naming the variable when a
 /// value is malformed.
@@ -93,6 +107,7 @@ inline layer_set parse_layers(std::string_view text) {
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
 /// | `STRATA_DRAIN_INTERVAL_US` | background drain every N microseconds (0: none) | `0` |
+/// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
     const char* v = lookup(name);
@@ -137,6 +152,7 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
     }
     config.capture_cores = *cores;
   }
+  static_cast<void>(trace_format_from_env(lookup));  // a bad value is named like the others
   if (auto shapes = get("STRATA_RECORD_SHAPES"); shapes && !shapes->empty()) {
     const std::string_view text = detail::trim(*shapes);
     if (text != "0" && text != "1")
@@ -159,8 +175,10 @@ class env_capture {
   /// Starts capturing when the environment says so. Never throws: problems go to stderr.
   bool arm() noexcept {
     try {
-      auto config = capture_config_from_env([](const char* n) { return std::getenv(n); });
+      const env_lookup lookup = [](const char* n) { return std::getenv(n); };
+      auto config = capture_config_from_env(lookup);
       if (!config) return false;
+      format_ = trace_format_from_env(lookup);
       profiler_ = std::make_unique<profiler>(std::move(*config));
       profiler_->start();
       std::atexit([] { env_capture::instance().finish(); });
@@ -178,7 +196,8 @@ class env_capture {
     if (!profiler_) return;
     try {
       profiler_->stop();
-      const auto written = profiler_->export_chrome_trace();
+      const auto written = format_ == trace_format::perfetto ? profiler_->export_perfetto_trace()
+                                                             : profiler_->export_chrome_trace();
       const auto s = profiler_->stats();
       std::fprintf(stderr, "strata: wrote %s (%llu records from %llu threads, %llu lost)\n",
                    written.path.c_str(), static_cast<unsigned long long>(s.recorded),
@@ -195,6 +214,7 @@ class env_capture {
  private:
   env_capture() = default;
   std::unique_ptr<profiler> profiler_;
+  trace_format format_ = trace_format::json;
 };
 
 // Armed once per process by the first translation unit that initialises it.

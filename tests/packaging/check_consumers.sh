@@ -3,7 +3,9 @@
 #   0. plain: `g++ -std=c++20 -Iinclude -pthread` and nothing else (and clang++), warning free;
 #      the same program linked with -lfmt too; the C engine example (gcc -std=c11 -pedantic);
 #   1. installed, through pkg-config (any build system), and uninstalled (meson-uninstalled/);
-#   2. as a Meson subproject, through dependency('strata').
+#   2. as a Meson subproject, through dependency('strata');
+#   3. installed, through CMake's find_package(strata) (the target strata::strata);
+#   4. as a CMake subdirectory of a checkout (add_subdirectory, as FetchContent does).
 # Each consumer builds the README's quickstart (or the C example) and runs it; the trace it
 # writes must parse.
 # Usage: check_consumers.sh SOURCE_ROOT
@@ -87,3 +89,55 @@ meson compile -C "$work/app/build" >"$work/app-compile.log" 2>&1 || { cat "$work
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' \
   "$work/strata-out/trace.json"
 echo "meson subproject consumer: ok"
+
+# 3 and 4. CMake: the same consumer project, once with the installed package and once with the
+# checkout as a subdirectory. It also checks what strata::strata imposes on the program: C++20
+# as a compile feature, and neither libfmt nor FMT_HEADER_ONLY (strata uses {fmt}'s headers
+# only; see cmake/strataConfig.cmake.in).
+mkdir -p "$work/cmake-app"
+cp "$src/examples/quickstart.cpp" "$work/cmake-app/main.cpp"
+cat >"$work/cmake-app/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(strata_cmake_consumer CXX)
+if(STRATA_SOURCE)
+  add_subdirectory("${STRATA_SOURCE}" strata)
+else()
+  find_package(strata 0.1 REQUIRED)
+endif()
+get_target_property(features strata::strata INTERFACE_COMPILE_FEATURES)
+get_target_property(libraries strata::strata INTERFACE_LINK_LIBRARIES)
+get_target_property(definitions strata::strata INTERFACE_COMPILE_DEFINITIONS)
+if(NOT "cxx_std_20" IN_LIST features)
+  message(FATAL_ERROR "strata::strata does not require cxx_std_20: ${features}")
+endif()
+if(libraries MATCHES "fmt" OR definitions MATCHES "FMT_HEADER_ONLY")
+  message(FATAL_ERROR "strata::strata imposes fmt on the program: ${libraries} ${definitions}")
+endif()
+add_executable(app main.cpp)
+target_link_libraries(app PRIVATE strata::strata)
+if(APP_LINKS_FMT)
+  find_package(fmt REQUIRED)
+  target_link_libraries(app PRIVATE fmt::fmt)
+endif()
+CMAKE
+# Until the session file compiles strata's implementation with fmt header-only (headers that
+# know STRATA_IMPLEMENTATION), the headers still call into libfmt, so the program links it
+# itself: its own choice, which the package neither makes nor prevents.
+links_fmt=ON
+if grep -rq STRATA_IMPLEMENTATION "$src/include"; then links_fmt=OFF; fi
+pkg_cmake_dir="$(dirname "$(find "$work/prefix" -name strataConfig.cmake | head -n 1)")"
+for route in package subdirectory; do
+  if [ "$route" = package ]; then
+    where=(-DCMAKE_PREFIX_PATH="$work/prefix" -Dstrata_DIR="$pkg_cmake_dir")
+  else
+    where=(-DSTRATA_SOURCE="$src")
+  fi
+  cmake -S "$work/cmake-app" -B "$work/cmake-$route" -DAPP_LINKS_FMT=$links_fmt "${where[@]}" \
+    >"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
+  cmake --build "$work/cmake-$route" >>"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
+  rm -rf "$work/strata-out"
+  (cd "$work" && "./cmake-$route/app")
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' \
+    "$work/strata-out/trace.json"
+  echo "cmake $route consumer: ok"
+done

@@ -229,3 +229,49 @@ TEST_CASE("record_execution: phases that overlap in time go to lanes that each n
   CHECK(strata_test::named(*lane, "block").size() == 1);
   for (const auto& t : prof.data().threads) CHECK(strata_test::scopes_nest(t.records));
 }
+
+TEST_CASE("record_execution: the core shows every engine, used or not, in a fixed order") {
+  sim::neuron_core core{sim::core_generation::trn1};
+  const sim::execution ex = small_kernel(core);  // DMA, Scalar and Vector; no Tensor, no GpSimd
+  strata_test::temp_dir dir;
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  const std::int64_t launch = strata::clock::steady_ns();
+  sim::record_execution(ex, {.core = 0, .start_ns = launch, .correlation_id = 3});
+  sim::record_execution(ex, {.core = 0, .start_ns = launch + 100000, .correlation_id = 4});
+  prof.stop();
+
+  std::vector<std::string> want = {"Kernel", "Tensor", "Vector", "Scalar", "GpSimd"};
+  for (int q = 0; q < 16; ++q) want.push_back("DMA queue " + std::to_string(q));  // trn1: 16
+  std::vector<std::string> got;
+  for (const auto& t : prof.data().threads)
+    if (t.pid == strata::device_pid(0)) got.push_back(t.name);  // sorted by sort_index
+  CHECK(got == want);
+  const auto* tensor = track_named(prof.data(), "Tensor");
+  REQUIRE(tensor != nullptr);
+  CHECK(tensor->records.empty());
+  CHECK(tensor->sort_index == 1);
+  CHECK(track_named(prof.data(), "GpSimd")->sort_index == 4);
+
+  // The JSON trace names the idle Tensor track and places it second.
+  strata::write_chrome_trace(prof.data(), dir / "trace.json");
+  const std::string json = strata_test::read_file(dir / "trace.json");
+  CHECK(json.find("\"name\":\"thread_name\",\"pid\":16777216,\"tid\":1,\"args\":{\"name\":\"Tensor\"}") != std::string::npos);
+  CHECK(json.find("\"name\":\"thread_sort_index\",\"pid\":16777216,\"tid\":1,\"args\":{\"sort_index\":1}") != std::string::npos);
+}
+
+TEST_CASE("record_execution: a new session names the engines again") {
+  sim::neuron_core core{sim::core_generation::trn2};
+  const sim::execution ex = small_kernel(core);
+  for (int session = 0; session < 2; ++session) {
+    CAPTURE(session);
+    strata_test::temp_dir dir;
+    strata::profiler prof(strata_test::config_in(dir));
+    prof.start();
+    sim::record_execution(ex, {.core = 1, .start_ns = strata::clock::steady_ns(), .correlation_id = 5});
+    prof.stop();
+    std::size_t tracks = 0;
+    for (const auto& t : prof.data().threads) tracks += t.pid == strata::device_pid(1) ? 1 : 0;
+    CHECK(tracks == 5 + sim::params_for(sim::core_generation::trn2).dma_queues);
+  }
+}

@@ -27,11 +27,11 @@
 #include "strata/core/layer_name.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
-#include "strata/export/atomic_file.hpp"
 #include "strata/export/decimal.hpp"
 #include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
+#include "strata/export/trace_file.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -93,7 +93,7 @@ class chrome_trace_writer {
   // Large writes: a trace is hundreds of megabytes, and each write() costs a system call.
   static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
   static constexpr std::size_t window_slack = std::size_t{1} << 16;
-  atomic_file file_;
+  trace_file file_;
   fmt::memory_buffer buf_;
   std::uint64_t events_ = 0;
 };
@@ -296,8 +296,9 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
 
 }  // namespace detail
 
-/// Writes `data` to `path` as Chrome trace JSON, atomically. Raises `strata::error` when the
-/// file cannot be written.
+/// Writes `data` to `path` as Chrome trace JSON, atomically; a path ending in `.gz` is written
+/// gzip-compressed (streamed, zlib loaded at run time). Raises `strata::error` when the file
+/// cannot be written or, for `.gz`, when zlib cannot be loaded.
 inline export_result write_chrome_trace(const trace_data& data, const std::filesystem::path& path) {
   detail::chrome_trace_writer w(path);
   auto& out = w.buffer();

@@ -1,4 +1,4 @@
-// strata/export/export_result.hpp: what an exporter reports about the file it wrote.
+// strata/export/export_result.hpp: what a trace writer reports about the file it wrote.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@ inline namespace v1 {
 /// What an export wrote.
 struct export_result {
   std::string path;          ///< the file written
-  std::uint64_t events = 0;  ///< trace events written, metadata included
-  std::uint64_t bytes = 0;
+  std::uint64_t events = 0;  ///< trace events written, metadata included (Perfetto: packets)
+  std::uint64_t bytes = 0;   ///< bytes of the file (compressed, for a `.gz` path)
 };
 
 }  // namespace v1

@@ -48,6 +48,7 @@ std::int64_t profiler::step_num() const noexcept { return 0; }
 profiler_action profiler::current_action() const noexcept { return profiler_action::none; }
 step_window profiler::window() const noexcept { return {}; }
 export_result profiler::export_chrome_trace(const std::string&) const { return {}; }
+export_result profiler::export_perfetto_trace(const std::string&) const { return {}; }
 averages profiler::key_averages(key_averages_options options) const {
   averages a;
   a.device_name = std::move(options.device_name);

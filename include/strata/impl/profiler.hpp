@@ -28,6 +28,7 @@
 #include "strata/core/thread_registry.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/export/perfetto_trace.hpp"
 #include "strata/impl/cold_path.hpp"
 #include "strata/profiler.hpp"
 
@@ -181,6 +182,13 @@ struct profiler::session {
   /// Writes the last collected window as Chrome trace JSON to `path` (default:
   /// `output_dir/trace.json`), atomically. Returns what was written. Raises `strata::error`
   /// while a window is recording.
+  export_result export_perfetto_trace(const std::string& path) const {
+    if (recording_) throw error("profiler::export_perfetto_trace() needs a stopped session; call stop() first");
+    return write_perfetto_trace(
+        data_, path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
+                            : std::filesystem::path(path));
+  }
+
   export_result export_chrome_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
     return write_chrome_trace(
@@ -393,6 +401,9 @@ profiler_action profiler::current_action() const noexcept { return session_->cur
 step_window profiler::window() const noexcept { return session_->window(); }
 export_result profiler::export_chrome_trace(const std::string& path) const {
   return session_->export_chrome_trace(path);
+}
+export_result profiler::export_perfetto_trace(const std::string& path) const {
+  return session_->export_perfetto_trace(path);
 }
 averages profiler::key_averages(key_averages_options options) const {
   return session_->key_averages(std::move(options));

@@ -1,7 +1,8 @@
 // strata/sim/record_execution.hpp: a kernel's execution timeline as device records, the way a
 // hardware profile shows it.
 //
-// One trace process per NeuronCore. Its first track, "Kernel", holds the execution itself
+// One trace process per NeuronCore, showing every engine of the core whether used or not. Its
+// first track, "Kernel", holds the execution itself
 // (one record named after the kernel, carrying the launch's correlation id: the device time
 // key_averages attributes to the op) with the kernel's phases nested in it; then one track per
 // engine and DMA queue holds the instructions. Instructions and phases are parts of the
@@ -13,10 +14,12 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +29,7 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/site.hpp"
+#include "strata/core/thread_registry.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/engine.hpp"
 #include "strata/sim/execution.hpp"
@@ -84,6 +88,35 @@ inline const site* instruction_site(const executed_instruction& in) {
   return s;
 }
 
+/// Names every engine track of `core` in the running session, in their fixed order (Kernel,
+/// Tensor, Vector, Scalar, GpSimd, each DMA queue of the generation), whether or not a kernel
+/// uses them: a hardware profile shows the whole core, and an idle engine is worth seeing.
+/// Done when the core first records in a session (the session's epoch tells), since each
+/// empty append takes the registry's lock.
+inline void name_engine_tracks(std::uint32_t core, std::string_view process, core_generation g) {
+  static std::mutex mutex;
+  static std::vector<std::pair<std::uint32_t, std::uint32_t>> named;  // (epoch, core)
+  const std::uint32_t epoch = ::strata::detail::epoch_of(::strata::detail::state.load(std::memory_order_acquire));
+  {
+    std::lock_guard lock(mutex);
+    if (std::find(named.begin(), named.end(), std::pair{epoch, core}) != named.end()) return;
+    std::erase_if(named, [&](const auto& e) { return e.first != epoch; });  // earlier sessions'
+    named.emplace_back(epoch, core);
+  }
+  const auto name = [&](std::uint32_t track, std::string_view track_name) {
+    append_device_records({.core = core, .core_name = process, .track = track, .track_name = track_name}, {});
+  };
+  name(kernel_track, "Kernel");
+  for (engine_kind k : {engine_kind::tensor, engine_kind::vector, engine_kind::scalar, engine_kind::gpsimd}) {
+    const engine_id e{k, 0};
+    name(kernel_track + 1 + e.track_index(), e.track_name());
+  }
+  for (std::uint32_t q = 0; q < params_for(g).dma_queues; ++q) {
+    const engine_id e = engine_id::dma_queue(static_cast<std::uint16_t>(q));
+    name(kernel_track + 1 + e.track_index(), e.track_name());
+  }
+}
+
 inline const site* device_site(std::string_view name, record_kind kind, const char* category = nullptr) {
   const site like{nullptr, "", 0, layer::device, kind, nullptr, nullptr, category};
   return ::strata::detail::intern_table::instance().get(like, name, {}, {});
@@ -110,6 +143,7 @@ inline recorded_execution record_execution(const execution& ex, const device_lau
   recorded_execution out;
   if (!device_core_captured(at.core)) return out;
   const std::string process = core_process_name(at.core, ex.generation);
+  detail::name_engine_tracks(at.core, process, ex.generation);
   const std::uint64_t c = at.correlation_id;
   const auto append = [&](std::uint32_t track, std::string_view track_name,
                           const std::vector<record>& records) {

@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""Runs tests/trace_writer with --all-formats and holds its Perfetto trace against the JSON trace
+of the same session.
+
+usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty or device)
+
+The .pftrace is decoded here, field by field, with the field numbers of Perfetto's public
+.proto files (protos/perfetto/trace/...), independently of the C++ writer; `protoc
+--decode_raw` must also accept it. The JSON trace (itself checked by check_trace.py against
+hand-written expectations) must then agree with it on every track (process, name, order),
+every slice (name, category, start and duration in ns, arguments, nesting), instant, counter
+sample, flow and lost-record count. The .json.gz and .pftrace.gz files must decompress to the
+plain files' exact bytes. device mode also checks that a NeuronCore shows every engine track
+in a fixed order, used or not.
+"""
+import decimal
+import gzip
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_trace  # noqa: E402  (the JSON side: loading, expected_text)
+
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+
+
+# --- protobuf wire format ---------------------------------------------------------------------
+
+def fields(buf):
+    """[(field number, wire type, value)]: varints as int, fixed64 as 8 raw bytes,
+    length-delimited as bytes."""
+    out, i = [], 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = varint(buf, i)
+        elif wire == 1:
+            value, i = buf[i:i + 8], i + 8
+        elif wire == 2:
+            n, i = varint(buf, i)
+            value, i = buf[i:i + n], i + n
+        elif wire == 5:
+            value, i = buf[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire} at byte {i}")
+        if i > len(buf):
+            raise ValueError("field runs past the end of its message")
+        out.append((field, wire, value))
+    return out
+
+
+def varint(buf, i):
+    shift = value = 0
+    while True:
+        if i >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
+
+
+def one(fs, number, default=None):
+    got = [v for f, _, v in fs if f == number]
+    if len(got) > 1:
+        raise ValueError(f"field {number} repeated")
+    return got[0] if got else default
+
+
+def many(fs, number):
+    return [v for f, _, v in fs if f == number]
+
+
+def signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def fixed64(raw):
+    return struct.unpack("<Q", raw)[0]
+
+
+def double(raw):
+    return struct.unpack("<d", raw)[0]
+
+
+# --- Perfetto's messages (field numbers from protos/perfetto/trace/...) -----------------------
+
+class Decoded:
+    def __init__(self):
+        self.tracks = {}            # uuid -> dict
+        self.events = defaultdict(list)  # track uuid -> [(ts, TrackEvent fields, sequence)]
+        self.root = None
+
+
+def decode(raw):
+    """Trace (trace.proto) -> tracks and events with absolute timestamps."""
+    d = Decoded()
+    sequences = {}  # id -> {"interned": {table: {iid: name}}, "track": uuid, "clock": id, "last": ts}
+    for f, wire, packet in fields(raw):
+        if f != 1 or wire != 2:
+            raise ValueError(f"Trace holds field {f}, expected only packets (1)")
+        p = fields(packet)
+        seq = one(p, 10)                                   # trusted_packet_sequence_id
+        descriptor = one(p, 60)                            # track_descriptor
+        if descriptor is not None:
+            t = fields(descriptor)
+            uuid = one(t, 1)
+            if uuid == 0:
+                d.root = {"process_ordering": one(t, 19), "thread_ordering": one(t, 20)}
+                continue
+            if uuid in d.tracks:
+                fail(f"track {uuid} described twice")
+            track = {"uuid": uuid, "parent": one(t, 5), "name": text(one(t, 2)), "rank": one(t, 12),
+                     "child_ordering": one(t, 11), "counter": one(t, 8) is not None}
+            process, thread = one(t, 3), one(t, 4)
+            if process is not None:
+                pf = fields(process)
+                track["pid"], track["process_name"] = one(pf, 1), text(one(pf, 6))
+            if thread is not None:
+                tf = fields(thread)
+                track["pid"], track["tid"], track["thread_name"] = one(tf, 1), one(tf, 2), text(one(tf, 5))
+            d.tracks[uuid] = track
+            continue
+        if seq is None:
+            fail("a packet other than a track descriptor has no trusted_packet_sequence_id")
+            continue
+        flags = one(p, 13, 0)                              # sequence_flags
+        if flags & 1:                                      # SEQ_INCREMENTAL_STATE_CLEARED
+            sequences[seq] = {"interned": defaultdict(dict), "track": None, "clock": None, "last": None}
+        state = sequences.get(seq)
+        if state is None:
+            fail(f"sequence {seq} used before its incremental state was cleared")
+            continue
+        defaults = one(p, 59)                              # trace_packet_defaults
+        if defaults is not None:
+            df = fields(defaults)
+            state["clock"] = one(df, 58)
+            ted = one(df, 11)
+            state["track"] = one(fields(ted), 11) if ted is not None else None
+        interned = one(p, 12)                              # interned_data
+        if interned is not None:
+            for table, entry in ((t, e) for t, _, e in fields(interned)):
+                ef = fields(entry)
+                iid, name = one(ef, 1), text(one(ef, 2))
+                old = state["interned"][table].get(iid)
+                if old is not None and old != name:
+                    fail(f"sequence {seq}: iid {iid} of table {table} re-interned as another string")
+                state["interned"][table][iid] = name
+        snapshot = one(p, 6)                               # clock_snapshot
+        if snapshot is not None:
+            sf = fields(snapshot)
+            if one(sf, 2) != 3:
+                fail("the clock snapshot does not make CLOCK_MONOTONIC (3) the trace clock")
+            clocks = {}
+            for c in many(sf, 1):
+                cf = fields(c)
+                clocks[one(cf, 1)] = (one(cf, 2), bool(one(cf, 3, 0)))
+            if clocks.get(64, (None, False))[1] is not True or 3 not in clocks or clocks[64][0] != clocks[3][0]:
+                fail(f"sequence {seq}: clock 64 is not an incremental clock anchored on CLOCK_MONOTONIC: {clocks}")
+            state["last"] = clocks[64][0] if 64 in clocks else None
+            continue
+        event = one(p, 11)                                 # track_event
+        if event is None:
+            fail(f"sequence {seq}: a packet with neither track event nor descriptor nor snapshot")
+            continue
+        if state["clock"] != 64 or state["last"] is None or one(p, 58) is not None:
+            fail(f"sequence {seq}: an event not timed on the sequence's incremental clock")
+            continue
+        state["last"] += one(p, 8, 0)                      # timestamp (a delta on clock 64)
+        ef = fields(event)
+        uuid = one(ef, 11, state["track"])                 # track_uuid, else the default
+        d.events[uuid].append((state["last"], ef, state["interned"]))
+    return d
+
+
+def text(raw):
+    if raw is None:
+        return None
+    return raw.decode("utf-8")  # strict: names must be valid UTF-8
+
+
+def annotation_value(af, interned):
+    """A DebugAnnotation (debug_annotation.proto) as a Python value."""
+    for number, kind in ((2, "bool"), (3, "uint"), (4, "int"), (5, "double"), (6, "string"), (9, "json")):
+        v = one(af, number)
+        if v is None:
+            continue
+        if kind == "bool":
+            return bool(v)
+        if kind == "uint":
+            return v
+        if kind == "int":
+            return signed(v)
+        if kind == "double":
+            return double(v)
+        if kind == "string":
+            return text(v)
+        return None if text(v) == "null" else ("json", text(v))
+    arrays = many(af, 12)
+    if arrays:
+        return [annotation_value(fields(a), interned) for a in arrays]
+    entries = many(af, 11)
+    if entries:
+        return {text(one(fields(e), 10)): annotation_value(fields(e), interned) for e in entries}
+    return []  # a name without a value: an empty array
+
+
+def event_view(ts, ef, interned):
+    """(type, name, category, args, flow ids, terminating flow ids, counter value)."""
+    name_iid = one(ef, 10)
+    name = interned[2].get(name_iid) if name_iid is not None else text(one(ef, 23))
+    if name_iid is not None and name is None:
+        fail(f"event name iid {name_iid} was never interned on its sequence")
+    cats = [interned[1].get(c) for c in many(ef, 3)]
+    if None in cats:
+        fail("a category iid was never interned on its sequence")
+    args = {}
+    for a in many(ef, 4):
+        af = fields(a)
+        key = interned[3].get(one(af, 1))
+        if key is None:
+            fail("an annotation name iid was never interned on its sequence")
+        args[key] = annotation_value(af, interned)
+    value = one(ef, 30)
+    value = signed(value) if value is not None else (double(one(ef, 44)) if one(ef, 44) is not None else None)
+    return {"type": one(ef, 9), "ts": ts, "name": name, "cat": cats[0] if len(cats) == 1 else cats,
+            "args": args, "flows": [fixed64(v) for v in many(ef, 47)],
+            "ends": [fixed64(v) for v in many(ef, 48)], "value": value}
+
+
+def slices_of(events, where):
+    """Slices from BEGIN/END pairs (a stack per track), instants and counter samples."""
+    slices, instants, counters, stack = [], [], [], []
+    last = None
+    for ts, ef, interned in events:
+        e = event_view(ts, ef, interned)
+        if last is not None and ts < last:
+            fail(f"{where}: events out of time order")
+        last = ts
+        if e["type"] == 1:
+            e["depth"] = len(stack)
+            stack.append(e)
+        elif e["type"] == 2:
+            if not stack:
+                fail(f"{where}: a slice end with no slice open")
+                continue
+            b = stack.pop()
+            b["dur"] = ts - b["ts"]
+            slices.append(b)
+        elif e["type"] == 3:
+            instants.append(e)
+        elif e["type"] == 4:
+            counters.append(e)
+        else:
+            fail(f"{where}: event of type {e['type']}")
+    if stack:
+        fail(f"{where}: {len(stack)} slices never ended")
+    return slices, instants, counters
+
+
+# --- the comparison with the JSON trace -------------------------------------------------------
+
+def plain(v):
+    """JSON values (Decimal floats) and Perfetto values in one comparable form."""
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    return v
+
+
+def compare(trace, d, mode):
+    events = trace["traceEvents"]
+    host_pid = events[0]["pid"]
+    # Tracks: JSON (pid, tid) -> name and sort index; Perfetto tracks by (pid, name).
+    process_names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    sort_index = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in events if e.get("name") == "thread_sort_index"}
+    process_order = {e["pid"]: e["args"]["sort_index"] for e in events if e.get("name") == "process_sort_index"}
+    if d.root != {"process_ordering": 1, "thread_ordering": 1}:
+        fail(f"root track descriptor {d.root}: processes and threads should be ordered explicitly")
+
+    processes = {t["pid"]: t for t in d.tracks.values() if "process_name" in t}
+    if {p: t["process_name"] for p, t in processes.items()} != process_names:
+        fail(f"processes {[(p, t['process_name']) for p, t in processes.items()]}, JSON has {process_names}")
+    for pid, t in processes.items():
+        if t["rank"] != process_order.get(pid, 0):
+            fail(f"process {pid} has rank {t['rank']}, JSON sort index {process_order.get(pid, 0)}")
+    key_of = {}  # Perfetto uuid -> JSON (pid, tid)
+    by_name = {(pid, name): key for key, name in thread_names.items() for pid in [key[0]]}
+    for uuid, t in d.tracks.items():
+        if "tid" in t:
+            key = (t["pid"], t["tid"])
+            if t["pid"] != host_pid or thread_names.get(key) != t["thread_name"]:
+                fail(f"thread track {key} named {t['thread_name']!r}; JSON: {thread_names.get(key)!r}")
+        elif t["parent"] is not None and d.tracks.get(t["parent"], {}).get("name") == "engines":
+            group = d.tracks[t["parent"]]
+            pid = d.tracks[group["parent"]]["pid"]
+            if group["child_ordering"] != 3:
+                fail(f"the engines track of {pid} does not order its children explicitly")
+            key = by_name.get((pid, t["name"]))
+            if key is None:
+                fail(f"device track {t['name']!r} of {pid} is not in the JSON trace")
+                continue
+        else:
+            continue
+        key_of[uuid] = key
+        if t["rank"] != sort_index.get(key):
+            fail(f"track {key} ranked {t['rank']}, JSON sort index {sort_index.get(key)}")
+    if sorted(key_of.values()) != sorted(thread_names):
+        fail(f"tracks {sorted(key_of.values())}, JSON threads {sorted(thread_names)}")
+
+    # Events per track.
+    json_x, json_i = defaultdict(list), defaultdict(list)
+    json_c = defaultdict(list)
+    for e in events:
+        key = (e.get("pid"), e.get("tid"))
+        if e.get("ph") == "X":
+            json_x[key].append(e)
+        elif e.get("ph") == "i":
+            json_i[key].append(e)
+        elif e.get("ph") == "C":
+            json_c[(e["pid"], e["name"])].append(e)
+    pf_slices, pf_counters = {}, defaultdict(list)
+    counter_tracks = {uuid: t for uuid, t in d.tracks.items() if t["counter"]}
+    for uuid, evs in d.events.items():
+        where = key_of.get(uuid, uuid)
+        slices, instants, counters = slices_of(evs, where)
+        if uuid in counter_tracks:
+            if slices or instants:
+                fail(f"counter track {uuid} holds slices or instants")
+            parent = d.tracks[counter_tracks[uuid]["parent"]]
+            pf_counters[(parent["pid"], counter_tracks[uuid]["name"])] += counters
+            continue
+        if uuid not in key_of:
+            fail(f"events on track {uuid}, which is no thread or device track")
+            continue
+        pf_slices[where] = (slices, instants)
+        for c in counters:
+            fail(f"{where}: a counter sample on a slice track")
+
+    def x_key(name, cat, ts, dur, args):
+        return (name, cat, ts, dur, repr(sorted((k, plain(v)) for k, v in args.items())))
+
+    for key in thread_names:
+        slices, instants = pf_slices.get(key, ([], []))
+        want = Counter(x_key(e["name"], e["cat"], check_trace.ns(e["ts"]), check_trace.ns(e["dur"]), e.get("args", {}))
+                       for e in json_x[key])
+        got = Counter(x_key(s["name"], s["cat"], s["ts"], s["dur"], s["args"]) for s in slices)
+        if want != got:
+            fail(f"{thread_names[key]!r}: slices differ: only in JSON {list((want - got).elements())[:3]}, "
+                 f"only in Perfetto {list((got - want).elements())[:3]}")
+        want_i = Counter(x_key(e["name"], e["cat"], check_trace.ns(e["ts"]), 0, e.get("args", {})) for e in json_i[key])
+        got_i = Counter(x_key(s["name"], s["cat"], s["ts"], 0, s["args"]) for s in instants)
+        if want_i != got_i:
+            fail(f"{thread_names[key]!r}: instants differ: JSON {sorted(want_i)[:3]}, Perfetto {sorted(got_i)[:3]}")
+        # Nesting: a slice's depth is the number of slices of its track that contain it.
+        for s in slices:
+            enclosing = sum(1 for o in slices if o is not s and o["ts"] <= s["ts"] and s["ts"] + s["dur"] <= o["ts"] + o["dur"]
+                            and (o["ts"], -o["dur"]) < (s["ts"], -s["dur"]))
+            if enclosing != s["depth"]:
+                fail(f"{thread_names[key]!r}: {s['name']!r} at depth {s['depth']} lies within {enclosing} slices")
+    want_c = {k: [(check_trace.ns(e["ts"]), plain(e["args"]["value"])) for e in v] for k, v in json_c.items()}
+    got_c = {k: [(c["ts"], None if c["value"] != c["value"] or abs(c["value"]) == float("inf") else c["value"])
+                 for c in v] for k, v in pf_counters.items()}
+    if want_c != got_c:
+        fail(f"counters differ: JSON {sorted(want_c)}, Perfetto {sorted(got_c)}")
+
+    # Flows: each as its chain of (track, slice start) in order.
+    json_flows = defaultdict(list)
+    for e in events:
+        if e.get("ph") in ("s", "t", "f"):
+            json_flows[e["id"]].append((e["ph"], (e["pid"], e["tid"]), check_trace.ns(e["ts"])))
+    pf_flows = defaultdict(list)
+    for key, (slices, _) in pf_slices.items():
+        for s in slices:
+            for fid in s["flows"]:
+                pf_flows[fid].append(("s", key, s["ts"]))
+            for fid in s["ends"]:
+                pf_flows[fid].append(("f", key, s["ts"]))
+    chains = lambda flows: sorted(tuple((k, t) for _, k, t in sorted(v, key=lambda x: (x[2], x[0] == "f")))
+                                  for v in flows.values())
+    for fid, points in pf_flows.items():
+        if [p for p, _, _ in points].count("f") != 1:
+            fail(f"Perfetto flow {fid} does not end exactly once")
+    if chains(json_flows) != chains(pf_flows):
+        fail(f"flows differ: JSON {chains(json_flows)[:3]}, Perfetto {chains(pf_flows)[:3]}")
+    return thread_names, pf_slices
+
+
+def check_device(trace, d, thread_names):
+    """Every engine of NeuronCore 0 (trn1: 16 DMA queues) is a named track, in a fixed order."""
+    want = ["Kernel", "Tensor", "Vector", "Scalar", "GpSimd"] + [f"DMA queue {q}" for q in range(16)]
+    sort_index = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in trace["traceEvents"]
+                  if e.get("name") == "thread_sort_index"}
+    device = sorted((sort_index[k], name) for k, name in thread_names.items() if k[0] == 1 << 24)
+    if [n for _, n in device] != want:
+        fail(f"JSON device tracks in order {[n for _, n in device]}, expected {want}")
+    engines = [t for t in d.tracks.values() if t["name"] == "engines"]
+    if len(engines) != 1:
+        fail(f"{len(engines)} engine groups, expected 1")
+        return
+    children = sorted((t["rank"], t["name"]) for t in d.tracks.values() if t["parent"] == engines[0]["uuid"])
+    if [n for _, n in children] != want:
+        fail(f"Perfetto engine tracks in rank order {[n for _, n in children]}, expected {want}")
+    tensor = [e for e in trace["traceEvents"] if thread_names.get((e.get("pid"), e.get("tid"))) == "Tensor"
+              and e.get("ph") == "X"]
+    if tensor:
+        fail("the softmax-like kernel used the Tensor engine; the check needs an idle engine")
+
+
+def check_hostile(d, names):
+    """Names come back as the JSON shows them: valid UTF-8 unchanged, U+FFFD per invalid byte."""
+    want_threads = sorted(check_trace.expected_text(bytes(n)) for n in names["threads"])
+    got = sorted(t["thread_name"] for t in d.tracks.values() if "tid" in t)
+    if got != want_threads:
+        fail(f"thread names {got!r}, expected {want_threads!r}")
+    want_process = check_trace.expected_text(bytes(names["process"]))
+    got_process = [t["process_name"] for t in d.tracks.values() if "process_name" in t]
+    if got_process != [want_process]:
+        fail(f"process names {got_process!r}, expected {[want_process]!r}")
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    writer, mode = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="strata-perfetto-") as tmp:
+        run = subprocess.run([writer, mode, tmp, "--all-formats"], capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{writer} {mode} failed ({run.returncode}):\n{run.stdout}{run.stderr}", file=sys.stderr)
+            return 1
+        files = {f: open(os.path.join(tmp, f), "rb").read()
+                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz")}
+        for plain_name in ("trace.json", "trace.pftrace"):
+            if gzip.decompress(files[plain_name + ".gz"]) != files[plain_name]:
+                fail(f"{plain_name}.gz does not decompress to {plain_name}")
+        raw = subprocess.run(["protoc", "--decode_raw"], input=files["trace.pftrace"], capture_output=True)
+        if raw.returncode != 0:
+            fail(f"protoc --decode_raw rejects trace.pftrace: {raw.stderr.decode(errors='replace')}")
+        trace = check_trace.load_trace(os.path.join(tmp, "trace.json"))
+        try:
+            d = decode(files["trace.pftrace"])
+        except (ValueError, UnicodeDecodeError) as e:
+            fail(f"trace.pftrace does not decode: {e}")
+            d = None
+        if d is not None:
+            thread_names, _ = compare(trace, d, mode)
+            if mode == "hostile":
+                check_hostile(d, check_trace.json.load(open(os.path.join(tmp, "names.json"))))
+            elif mode == "device":
+                check_device(trace, d, thread_names)
+            elif mode == "basic":
+                lost = [e for e in trace["traceEvents"] if e.get("cat") == "strata"]
+                if not lost:
+                    fail("the basic session should have lost records to check")
+            ratio = len(files["trace.pftrace"]) / max(1, len(files["trace.json"]))
+            print(f"{mode}: {len(files['trace.pftrace'])} bytes Perfetto, {len(files['trace.json'])} bytes JSON "
+                  f"({ratio:.2f})")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    if not failures:
+        print(f"perfetto trace check ({mode}): ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+// Perfetto trace export: the events a hand-built session becomes (types, times, tracks),
+// worked out by hand and read back with a small protobuf reader written here; atomic writes.
+// check_perfetto_trace.py holds whole traces of real sessions against their JSON.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/core/session.hpp"
+#include "strata/export/perfetto_trace.hpp"
+#include "support.hpp"
+
+using strata::layer;
+using strata::record_kind;
+using strata_test::read_file;
+
+// A named namespace: the export tests are compiled as one translation unit (a unity build),
+// and test_chrome_trace.cpp has sites of the same names.
+namespace perfetto_test {
+
+// --- a protobuf reader, independent of the writer's encoder ---------------------------------
+
+struct field {
+  std::uint32_t number = 0;
+  std::uint64_t value = 0;   // varint or fixed64
+  std::string_view bytes;    // length-delimited
+};
+
+std::uint64_t read_varint(std::string_view s, std::size_t& i) {
+  std::uint64_t v = 0;
+  for (int shift = 0; i < s.size(); shift += 7) {
+    const auto b = static_cast<unsigned char>(s[i++]);
+    v |= std::uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) return v;
+  }
+  FAIL("truncated varint");
+  return v;
+}
+
+std::vector<field> fields_of(std::string_view s) {
+  std::vector<field> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::uint64_t key = read_varint(s, i);
+    field f;
+    f.number = static_cast<std::uint32_t>(key >> 3);
+    switch (key & 7) {
+      case 0: f.value = read_varint(s, i); break;
+      case 1:
+        REQUIRE(i + 8 <= s.size());
+        for (int b = 7; b >= 0; --b) f.value = (f.value << 8) | static_cast<unsigned char>(s[i + static_cast<std::size_t>(b)]);
+        i += 8;
+        break;
+      case 2: {
+        const std::uint64_t n = read_varint(s, i);
+        REQUIRE(i + n <= s.size());
+        f.bytes = s.substr(i, n);
+        i += n;
+        break;
+      }
+      default: FAIL("unexpected wire type"); return out;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+const field* find(const std::vector<field>& fs, std::uint32_t number) {
+  for (const field& f : fs)
+    if (f.number == number) return &f;
+  return nullptr;
+}
+
+// One TrackEvent as the reader sees it: its sequence, type, time on the sequence's clock
+// (the snapshot's anchor plus the deltas so far) and event name (interned or inline).
+struct event {
+  std::uint64_t sequence;
+  std::uint64_t type;
+  std::uint64_t ts;
+  std::string name;
+};
+
+std::vector<event> events_of(std::string_view trace) {
+  std::vector<event> out;
+  std::uint64_t clock[64] = {};
+  std::vector<std::pair<std::uint64_t, std::string>> names;  // (iid, name) of the last sequence
+  for (const field& p : fields_of(trace)) {
+    REQUIRE(p.number == 1);  // Trace.packet
+    const auto pf = fields_of(p.bytes);
+    const field* seq = find(pf, 10);
+    if (seq == nullptr) continue;  // a track descriptor
+    REQUIRE(seq->value < 64);
+    if (const field* snapshot = find(pf, 6)) {
+      for (const field& c : fields_of(snapshot->bytes)) {
+        if (c.number != 1) continue;
+        const auto cf = fields_of(c.bytes);
+        if (find(cf, 1)->value == 64) clock[seq->value] = find(cf, 2)->value;
+      }
+      continue;
+    }
+    if (const field* interned = find(pf, 12))
+      for (const field& table : fields_of(interned->bytes))
+        if (table.number == 2) {  // event_names
+          const auto ef = fields_of(table.bytes);
+          names.emplace_back(find(ef, 1)->value, std::string(find(ef, 2)->bytes));
+        }
+    const field* te = find(pf, 11);
+    REQUIRE(te != nullptr);
+    clock[seq->value] += find(pf, 8) != nullptr ? find(pf, 8)->value : 0;
+    const auto ef = fields_of(te->bytes);
+    std::string name;
+    if (const field* iid = find(ef, 10)) {
+      for (const auto& [id, n] : names)
+        if (id == iid->value) name = n;
+    } else if (const field* inline_name = find(ef, 23)) {
+      name = std::string(inline_name->bytes);
+    }
+    out.push_back({seq->value, find(ef, 9)->value, clock[seq->value], name});
+  }
+  return out;
+}
+
+constexpr std::uint64_t begin = 1, end = 2, instant = 3, counter = 4;
+
+constexpr strata::site op_site{"op", "f.cpp", 1, layer::framework, record_kind::scope};
+constexpr strata::site child_site{"child", "f.cpp", 2, layer::runtime, record_kind::scope};
+constexpr strata::site tick_site{"tick", "f.cpp", 3, layer::user, record_kind::instant};
+constexpr strata::site depth_site{"depth", "f.cpp", 4, layer::device, record_kind::counter};
+
+// A session built by hand; its default calibration is steady_clock's (one tick is one ns).
+strata::trace_data session(std::vector<strata::record> records) {
+  strata::trace_data d;
+  d.pid = 7;
+  d.process_name = "proc";
+  d.start_ticks = 500;
+  d.stop_ticks = 9000;
+  strata::thread_track t;
+  t.tid = 11;
+  t.name = "main";
+  t.records = std::move(records);
+  d.threads = {t};
+  return d;
+}
+
+}  // namespace perfetto_test
+
+using namespace perfetto_test;
+
+TEST_CASE("perfetto trace: scopes become nested begin/end pairs at their exact nanoseconds") {
+  strata_test::temp_dir dir;
+  const auto d = session({{1000, 3500, &op_site, 0},
+                          {1500, 2500, &child_site, 0},
+                          {2000, 2000, &tick_site, 0},
+                          {3000, std::bit_cast<std::uint64_t>(2.0), &depth_site, 0},
+                          {4000, 4100, &op_site, 0}});
+  const auto written = strata::write_perfetto_trace(d, dir / "t.pftrace");
+  CHECK(written.path == dir / "t.pftrace");
+  CHECK(written.bytes == std::filesystem::file_size(dir / "t.pftrace"));
+  const auto events = events_of(read_file(dir / "t.pftrace"));
+  // The child ends before its parent; the instant and counter lie in between; the second op
+  // begins after the first has ended.
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> want = {
+      {begin, 1000}, {begin, 1500}, {instant, 2000}, {end, 2500}, {counter, 3000},
+      {end, 3500}, {begin, 4000}, {end, 4100}};
+  REQUIRE(events.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(events[i].type == want[i].first);
+    CHECK(events[i].ts == want[i].second);
+    CHECK(events[i].sequence == 2);  // the first track's sequence
+  }
+  CHECK(events[0].name == "op");
+  CHECK(events[1].name == "child");
+  CHECK(events[2].name == "tick");
+  CHECK(events[6].name == "op");
+}
+
+TEST_CASE("perfetto trace: a zero-length scope at its parent's end nests; a crossing scope is cut") {
+  strata_test::temp_dir dir;
+  SUBCASE("zero length at the parent's end stays inside it") {
+    const auto d = session({{1000, 2000, &op_site, 0}, {2000, 2000, &child_site, 0}});
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const auto events = events_of(read_file(dir / "t.pftrace"));
+    REQUIRE(events.size() == 4);
+    CHECK(events[1].type == begin);
+    CHECK(events[1].name == "child");
+    CHECK(events[2].type == end);
+    CHECK(events[3].type == end);
+    CHECK(events[3].ts == 2000);
+  }
+  SUBCASE("a scope that begins at its predecessor's end follows it") {
+    const auto d = session({{1000, 2000, &op_site, 0}, {2000, 2500, &child_site, 0}});
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const auto events = events_of(read_file(dir / "t.pftrace"));
+    REQUIRE(events.size() == 4);
+    CHECK(events[1].type == end);
+    CHECK(events[1].ts == 2000);
+    CHECK(events[2].type == begin);
+    CHECK(events[2].name == "child");
+  }
+  SUBCASE("a scope crossing its parent's end ends with it") {
+    const auto d = session({{1000, 2000, &op_site, 0}, {1500, 2600, &child_site, 0}});
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const auto events = events_of(read_file(dir / "t.pftrace"));
+    REQUIRE(events.size() == 4);
+    CHECK(events[2].type == end);
+    CHECK(events[2].ts == 2000);
+    CHECK(events[3].type == end);
+    CHECK(events[3].ts == 2000);
+  }
+}
+
+TEST_CASE("perfetto trace: lost records are an instant at the session's stop") {
+  strata_test::temp_dir dir;
+  auto d = session({{1000, 1200, &op_site, 0}});
+  d.threads[0].lost = 3;
+  strata::write_perfetto_trace(d, dir / "t.pftrace");
+  const auto events = events_of(read_file(dir / "t.pftrace"));
+  REQUIRE(events.size() == 3);
+  CHECK(events[2].type == instant);
+  CHECK(events[2].ts == 9000);
+  CHECK(events[2].name == "strata: 3 records lost (drop_newest)");
+}
+
+TEST_CASE("perfetto trace: written atomically; an unwritable path raises and leaves nothing") {
+  strata_test::temp_dir dir;
+  const auto d = session({{1000, 1200, &op_site, 0}});
+  strata::write_perfetto_trace(d, dir / "t.pftrace");
+  const std::string first = read_file(dir / "t.pftrace");
+  strata::write_perfetto_trace(d, dir / "t.pftrace");  // replaces the file
+  CHECK(read_file(dir / "t.pftrace") == first);
+  CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
+  CHECK_THROWS_AS(strata::write_perfetto_trace(d, dir / "missing" / "t.pftrace"), strata::error);
+  CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
+}
