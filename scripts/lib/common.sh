@@ -7,6 +7,7 @@ STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STRATA_PACKAGES=(
   g++ clang meson ninja-build pkg-config python3
   libfmt-dev libboost-dev doctest-dev libbenchmark-dev
+  rapidjson-dev zlib1g-dev time
 )
 
 log() { printf '[strata] %s\n' "$*" >&2; }
