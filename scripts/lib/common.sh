@@ -7,7 +7,7 @@ STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STRATA_PACKAGES=(
   g++ clang meson ninja-build pkg-config python3
   libfmt-dev libboost-dev doctest-dev libbenchmark-dev
-  rapidjson-dev zlib1g-dev time
+  rapidjson-dev zlib1g-dev time libclang-rt-14-dev
 )
 
 log() { printf '[strata] %s\n' "$*" >&2; }

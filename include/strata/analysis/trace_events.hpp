@@ -20,9 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include <rapidjson/reader.h>
-
 #include "strata/analysis/key_averages.hpp"
+#include "strata/analysis/rapidjson_reader.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/ring_buffer.hpp"

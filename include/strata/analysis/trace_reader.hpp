@@ -18,11 +18,10 @@
 #include <string_view>
 #include <system_error>
 
-#include <rapidjson/reader.h>
-
 #include "strata/analysis/averages_table.hpp"
 #include "strata/analysis/gzip_input.hpp"
 #include "strata/analysis/key_averages.hpp"
+#include "strata/analysis/rapidjson_reader.hpp"
 #include "strata/analysis/trace_events.hpp"
 #include "strata/analysis/trace_input.hpp"
 #include "strata/core/error.hpp"
