@@ -5,7 +5,7 @@
 //
 // Not part of the build (two of the three parsers are not strata dependencies):
 //   apt-get install rapidjson-dev nlohmann-json3-dev libsimdjson-dev
-//   g++ -std=c++20 -O2 benchmarks/json_parsers.cpp -lsimdjson -o json_parsers
+//   g++ -std=c++20 -O2 -DNDEBUG benchmarks/json_parsers.cpp -lsimdjson -o json_parsers
 //   json_parsers rapidjson-sax|nlohmann-sax|simdjson-ondemand TRACE
 #include <cstdio>
 #include <cstring>
