@@ -2,6 +2,7 @@
 """strata-report on a big torch.profiler (Kineto) trace, against Python's json.load of the same file.
 
 usage: big_trace.py STRATA_REPORT [--size-mb 80] [--rounds 3] [--keep DIR] [--parsers BIN]
+                    [--without-shapes]
 
 Writes a Kineto trace of about --size-mb MB by repeating the events of
 tests/data/kineto_two_steps.json in time (ids shifted so each repetition is a new step), and a
@@ -10,6 +11,8 @@ strata-report on the .gz, and `python3 -c json.load` on the trace; each is its o
 its wall time and peak RSS (wait4's ru_maxrss) are its own. Prints the medians over the rounds
 and the ratios of medians, measured in this one run, since the machine may be shared.
 --parsers BIN also runs benchmarks/json_parsers.cpp, built as BIN, on the trace (same rounds).
+--without-shapes drops the arguments that torch.profiler's record_shapes adds (Input Dims,
+Input type, Input Strides, Concrete Inputs): torch's default, with more events per MB.
 """
 import argparse
 import gzip
@@ -50,6 +53,16 @@ def event_text(e):
     return "\n".join(lines)
 
 
+SHAPE_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+
+
+def without_shapes(e):
+    if "args" in e:
+        e = dict(e)
+        e["args"] = {k: v for k, v in e["args"].items() if k not in SHAPE_ARGS}
+    return e
+
+
 def shifted(e, k):
     e = dict(e)
     e["ts"] = e["ts"] + k * PERIOD_US
@@ -64,9 +77,12 @@ def shifted(e, k):
     return e
 
 
-def write_big_trace(path, size_mb):
+def write_big_trace(path, size_mb, shapes=True):
     doc = json.load(open(SAMPLE))
     events = doc.pop("traceEvents")
+    if not shapes:
+        events = [without_shapes(e) for e in events]
+        doc["record_shapes"] = 0
     once = [e for e in events if e["ph"] == "M" or e.get("cat") == "Trace" or e["ph"] == "i"]
     repeated = [e for e in events if e not in once]
     head = json.dumps({k: v for k, v in doc.items() if k not in ("traceName", "displayTimeUnit",
@@ -106,13 +122,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--keep", help="write the traces in this directory and keep them")
     ap.add_argument("--parsers", help="the built benchmarks/json_parsers.cpp")
+    ap.add_argument("--without-shapes", action="store_true", help="no record_shapes arguments")
     a = ap.parse_args()
 
     tmp = tempfile.TemporaryDirectory(prefix="strata-big-trace-")
     where = a.keep or tmp.name
     os.makedirs(where, exist_ok=True)
     trace = os.path.join(where, "big.pt.trace.json")
-    events, reps = write_big_trace(trace, a.size_mb)
+    events, reps = write_big_trace(trace, a.size_mb, shapes=not a.without_shapes)
     with open(trace, "rb") as src, gzip.open(trace + ".gz", "wb", compresslevel=6) as dst:
         shutil.copyfileobj(src, dst)
     size = os.path.getsize(trace)
