@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: builds and runs the tests under g++ and clang (warnings are errors),
-# under ASan+UBSan, and the threaded tests under TSan; ends with one "N passed, N failed" line.
+# under ASan+UBSan, and the threaded tests under TSan, then fuzzes the parsers for a bounded
+# time (libFuzzer, tests/fuzz); ends with one "N passed, N failed" line.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$STRATA_ROOT"
@@ -20,6 +21,9 @@ BUILDS=(
   "clang|clang++|-Dwerror=true -Dbenchmarks=enabled"
   "asan-ubsan|g++|-Db_sanitize=address,undefined -Dbenchmarks=disabled -Dexamples=disabled"
   "tsan|g++|-Db_sanitize=thread -Dtsan_only=true -Dbenchmarks=disabled -Dexamples=disabled"
+  # Only the libFuzzer targets; each test runs its kept crash inputs, then fuzzes for
+  # fuzz_seconds (25 s: about a minute and a half of wall time for the five, two at a time).
+  "fuzz|clang++|-Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined -Dbenchmarks=disabled -Dexamples=disabled -Dtools=disabled"
 )
 
 passed=0
@@ -27,6 +31,7 @@ failed=0
 for spec in "${BUILDS[@]}"; do
   IFS='|' read -r name compiler options <<<"$spec"
   dir="build/test-$name"
+  started=$SECONDS
   log "== $name: build"
   # shellcheck disable=SC2086
   if ! setup_build "$dir" "$compiler" --buildtype=debugoptimized -Dtests=enabled $DEBUG_INFO $options ||
@@ -74,6 +79,7 @@ PY
   fi
   passed=$((passed + p))
   failed=$((failed + f))
+  log "== $name: $p passed, $f failed, $((SECONDS - started)) s"
 done
 
 echo "$passed passed, $failed failed"

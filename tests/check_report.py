@@ -2,12 +2,13 @@
 """Runs strata-report on traces written here by hand and checks what it prints.
 
 usage: check_report.py STRATA_REPORT PART TRACE_WRITER
-       PART: table, options, formats, compare, usage or written
+       PART: table, options, formats, compare, usage, many, gzip, hostile or written
 
 The expected numbers are worked out by hand from the timestamps below (see the comments).
 `written` runs tests/trace_writer basic and reports on the trace the library itself wrote.
 """
 import csv
+import gzip
 import io
 import json
 import os
@@ -280,7 +281,9 @@ def part_usage(report, tmp):
         ([a, "--compare", a, "--sort-by", "count"], "--sort-by does not apply to --compare"),
         ([a, "--top-level-only=yes"], "--top-level-only takes no value"),
         ([], "no TRACE given"),
-        ([a, a], "one TRACE only"),
+        ([a, a, "--per-file", "--format", "csv"], "--per-file applies to --format table only"),
+        ([a, "--per-file", "--compare", a], "--per-file does not apply to --compare"),
+        ([a, "--jobs", "0"], "--jobs needs at least 1, not 0"),
     ]:
         r = run(report, *args, code=2)
         lines = r.stderr.splitlines()
@@ -303,15 +306,142 @@ def part_usage(report, tmp):
     deep = os.path.join(tmp, "deep.json")
     with open(deep, "w") as f:
         f.write('{"traceEvents":' + "[" * 100000 + "]" * 100000 + "}")
+    no_traces = os.path.join(tmp, "no_traces")
+    os.mkdir(no_traces)
+    with open(os.path.join(no_traces, "notes.txt"), "w") as f:
+        f.write("not a trace")
     for path, says in [(os.path.join(tmp, "missing.json"), "no such file"),
                        (deep, "nest more than 256 levels deep"),
                        (bad, "is not valid JSON: line 2"),
                        (no_events, "has no traceEvents array"),
-                       (tmp, "it is a directory")]:
+                       (no_traces, "holds no trace files (*.json, *.json.gz)")]:
         r = run(report, path, code=1)
         if path not in r.stderr or says not in r.stderr or len(r.stderr.splitlines()) != 1:
             fail(f"{path}: stderr {r.stderr!r} should name the file and say {says!r}")
         expect(f"{path}: stdout", r.stdout, "")
+
+
+def write_gzip(path, data):
+    with gzip.open(path, "wb") as f:
+        f.write(data)
+
+
+def part_many(report, tmp):
+    """Several traces: one table over all of them (A and B), per file, from a directory."""
+    a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+    write_trace(a, A_EVENTS)
+    write_trace(b, B_EVENTS)
+    # A + B: step 2 + 1 calls, CPU total 15 + 20 = 35 us, self 10.25 + 17 = 27.25 us;
+    # aten::mm 3 + 1 calls, 6.5 + 2 = 8.5 us; aten::relu 0.25 us; aten::add 1 us (B only, so
+    # after A's rows). Self CPU total 17 + 20 = 37 us.
+    r = run(report, a, b)
+    header_line = r.stdout.splitlines()[1] if len(r.stdout.splitlines()) > 1 else ""
+    expect("combined header", header_line, f"2 traces: {a}, {b}")
+    _, rows = table_rows(r.stdout)
+    expect("combined rows", [row["Name"] for row in rows], ["step", "aten::mm", "aten::relu", "aten::add"])
+    check_row(rows, "step", **{"# of Calls": "3", "CPU total": "35.000us", "Self CPU": "27.250us"})
+    check_row(rows, "aten::mm", **{"# of Calls": "4", "Self CPU": "8.500us"})
+    check_row(rows, "aten::add", **{"# of Calls": "1", "Self CPU": "1.000us"})
+    if "Self CPU time total: 37.000us\n" not in r.stdout:
+        fail(f"combined: no 'Self CPU time total: 37.000us':\n{r.stdout}")
+
+    # A directory: its *.json and *.json.gz in name order, nothing else. B compressed here.
+    d = os.path.join(tmp, "ranks")
+    os.mkdir(d)
+    write_trace(os.path.join(d, "rank0.json"), A_EVENTS)
+    with open(b, "rb") as f:
+        write_gzip(os.path.join(d, "rank1.pt.trace.json.gz"), f.read())
+    with open(os.path.join(d, "README.txt"), "w") as f:
+        f.write("not a trace")
+    csv_of = lambda *args: run(report, *args, "--format", "csv").stdout
+    expect("directory = its files", csv_of(d), csv_of(a, b))
+    expect("one file, one job", csv_of(a, b, "--jobs", "1"), csv_of(a, b))
+
+    # --per-file: each file's own table, under its name.
+    r = run(report, a, b, "--per-file")
+    parts = r.stdout.split("\n\n")
+    expect("per-file tables", len(parts), 2)
+    if len(parts) == 2:
+        expect("per-file first name", parts[0].splitlines()[1], a)
+        expect("per-file second name", parts[1].splitlines()[1], b)
+        expect("per-file A", [(row["Name"], row["# of Calls"]) for row in table_rows(parts[0])[1]],
+               [("step", "2"), ("aten::mm", "3"), ("aten::relu", "1")])
+        expect("per-file B", [(row["Name"], row["Self CPU"]) for row in table_rows(parts[1])[1]],
+               [("step", "17.000us"), ("aten::mm", "2.000us"), ("aten::add", "1.000us")])
+
+    # --compare takes a directory as OTHER, and several TRACEs as A.
+    r = run(report, a, "--compare", d, "--format", "csv")
+    rows = {row["Name"]: row for row in csv.DictReader(io.StringIO(r.stdout))}
+    expect("compare with a directory: step calls", (rows["step"]["Calls A"], rows["step"]["Calls B"]), ("2", "3"))
+
+    # A file that cannot be read fails the run: exit 1, one line that names it.
+    with open(os.path.join(d, "rank2.json"), "w") as f:
+        f.write('{"traceEvents": [')
+    for args in ([d], [d, "--per-file"], [a, os.path.join(d, "rank2.json"), b]):
+        r = run(report, *args, code=1)
+        lines = r.stderr.splitlines()
+        if len(lines) != 1 or os.path.join(d, "rank2.json") not in lines[0] or "is not valid JSON" not in lines[0]:
+            fail(f"{args}: stderr {r.stderr!r} should be one line naming rank2.json")
+        expect(f"{args}: stdout", r.stdout, "")
+
+
+# tests/data/kineto_two_steps.json, worked out by hand from its timestamps (both steps alike):
+# aten::addmm [25, 105] holds cudaLaunchKernel [60, 100]: self 40 us; its sgemm kernel runs
+# 200 us. aten::copy_ [282, 845] holds cudaMemcpyAsync (10 us) and cudaStreamSynchronize
+# (538 us): self 15 us; its DtoH copy runs 40 us. Kernels and copies per step: 200 + 10 + 30 +
+# 40 = 280 us, so 560 us for the two steps.
+KINETO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kineto_two_steps.json")
+
+
+def part_gzip(report, tmp):
+    with open(KINETO, "rb") as f:
+        plain = f.read()
+    gz = os.path.join(tmp, "host_4242.pt.trace.json.gz")
+    write_gzip(gz, plain)
+    r = run(report, gz)
+    header, rows = table_rows(r.stdout)
+    if "Self CUDA" not in header:
+        fail(f"Kineto trace: no CUDA columns: {header}")
+    check_row(rows, "aten::addmm", **{"Self CPU": "80.000us", "Self CUDA": "400.000us", "# of Calls": "2"})
+    check_row(rows, "aten::copy_", **{"Self CPU": "30.000us", "Self CUDA": "80.000us", "CPU total": "1.126ms"})
+    check_row(rows, "cudaLaunchKernel", **{"# of Calls": "6", "CPU total": "220.000us", "Self CUDA": "0.000us"})
+    check_row(rows, "ampere_sgemm_64x32_sliced1x4_tn", **{"Self CUDA": "400.000us", "# of Calls": "2"})
+    if "Self CUDA time total: 560.000us\n" not in r.stdout:
+        fail(f"Kineto .gz: no 'Self CUDA time total: 560.000us':\n{r.stdout}")
+    expect("the .gz gives the plain file's table", r.stdout, run(report, KINETO).stdout)
+    # gzip is told by its magic bytes, not by the name.
+    disguised = os.path.join(tmp, "trace.json")
+    write_gzip(disguised, plain)
+    expect("gzip named .json", run(report, disguised).stdout, r.stdout)
+
+
+def part_hostile(report, tmp):
+    """Saved traces that are not traces: each is refused with exit 1 and one line naming it."""
+    with open(KINETO, "rb") as f:
+        plain = f.read()
+    cases = {
+        "truncated.json": (plain[: len(plain) // 2], "is not valid JSON"),
+        "truncated.json.gz": (gzip.compress(plain)[:200], "gzip data ends early"),
+        "corrupt.json.gz": (b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4, "gzip data is corrupt"),
+        "binary.json": (bytes(range(256)) * 16, "is not valid JSON"),
+        "nested.json": (b'{"traceEvents": [' + b'{"a":' * 300 + b"1" + b"}" * 300 + b"]}", "nest more than 256"),
+        "huge.json": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": ' + b"9" * 5000 + b', "dur": 1}]}',
+                      "number too big"),
+        "huge_ts.json": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e300, "dur": 1}]}',
+                         "ts is missing or not a number"),
+        "empty.json": (b"", "the document is empty"),
+        "latin1.json": ('{"traceEvents": [{"ph": "X", "name": "caf\u00e9", "ts": 1, "dur": 1}]}'.encode("latin-1"),
+                        "not valid UTF-8"),
+    }
+    for name, (data, says) in cases.items():
+        path = os.path.join(tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        r = run(report, path, code=1)
+        lines = r.stderr.splitlines()
+        if len(lines) != 1 or path not in lines[0] or says not in lines[0]:
+            fail(f"{name}: stderr {r.stderr!r} should be one line naming the file and saying {says!r}")
+        expect(f"{name}: stdout", r.stdout, "")
 
 
 def part_written(report, tmp, writer):
@@ -348,7 +478,8 @@ def main():
         return 2
     report, part, writer = sys.argv[1:]
     parts = {"table": part_table, "options": part_options, "formats": part_formats,
-             "compare": part_compare, "usage": part_usage}
+             "compare": part_compare, "usage": part_usage, "many": part_many, "gzip": part_gzip,
+             "hostile": part_hostile}
     with tempfile.TemporaryDirectory(prefix="strata-report-") as tmp:
         if part == "written":
             part_written(report, tmp, writer)

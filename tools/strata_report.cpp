@@ -1,9 +1,12 @@
-// strata-report: key_averages() of a saved trace.json (strata's or torch.profiler's), printed
-// as torch.profiler's table, as CSV or as JSON; or two traces compared (docs/key-averages.md).
+// strata-report: key_averages() of saved traces (strata's or torch.profiler's, plain or
+// gzip-compressed; files or directories of them), printed as torch.profiler's table, as CSV
+// or as JSON: one table over all of them, or one per file; or two sets compared
+// (docs/key-averages.md).
 //
 // Exit codes: 0 done, 1 a trace could not be read, 2 bad usage.
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <exception>
 #include <optional>
 #include <string>
@@ -17,19 +20,23 @@
 #include "strata/profiler.hpp"
 #include "strata/analysis/compare.hpp"
 #include "strata/analysis/key_averages.hpp"
-#include "strata/analysis/trace_reader.hpp"
+#include "strata/analysis/merge_averages.hpp"
+#include "strata/analysis/trace_set.hpp"
 #include "strata/core/error.hpp"
 
 namespace {
 
 constexpr std::string_view usage =
-    "usage: strata-report TRACE [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
-    "                           [--top-level-only] [--format table|csv|json] [--compare OTHER]\n"
+    "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
+    "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
+    "                              [--compare OTHER] [--jobs N]\n"
     "       strata-report --help\n";
 
 constexpr std::string_view help =
-    "Prints torch.profiler's key_averages() table of a saved Chrome trace JSON: one written by\n"
-    "strata, or a torch.profiler (Kineto) trace.\n"
+    "Prints torch.profiler's key_averages() table of saved Chrome trace JSON files: written by\n"
+    "strata, or torch.profiler (Kineto) traces, plain or gzip-compressed (.json.gz). A TRACE\n"
+    "that is a directory stands for its *.json and *.json.gz files. Several traces (ranks or\n"
+    "runs) make one table over all of them.\n"
     "\n"
     "  --sort-by KEY           sort the table's rows, largest first: self_cpu_time_total,\n"
     "                          cpu_time_total, cpu_time, self_device_time_total,\n"
@@ -41,8 +48,12 @@ constexpr std::string_view help =
     "  --format FORMAT         table (default), csv or json; csv and json hold every row in\n"
     "                          first-seen order, so they take no --sort-by, --row-limit or\n"
     "                          --top-level-only\n"
-    "  --compare OTHER         compare TRACE (A) with OTHER (B) per op, with the ratio B/A;\n"
-    "                          takes --row-limit, --group-by-input-shape and --format\n"
+    "  --per-file              one table per trace file, under its name (--format table only)\n"
+    "  --compare OTHER         compare the TRACEs (A) with OTHER (B, a file or a directory)\n"
+    "                          per op, with the ratio B/A; takes --row-limit,\n"
+    "                          --group-by-input-shape and --format\n"
+    "  --jobs N                read up to N files at once (default 2); each holds one trace's\n"
+    "                          events in memory while it is read\n"
     "  --help                  print this text\n"
     "\n"
     "Exit status: 0 done, 1 a trace could not be read, 2 bad usage.\n";
@@ -52,13 +63,15 @@ struct usage_error {
 };
 
 struct options {
-  std::string trace;
+  std::vector<std::filesystem::path> traces;
   std::optional<std::string> compare_with;
   std::optional<std::string> sort_by;
   std::optional<int> row_limit;
   bool group_by_input_shape = false;
   bool top_level_only = false;
   std::string format = "table";
+  bool per_file = false;
+  unsigned jobs = 2;
   bool help = false;
 };
 
@@ -111,6 +124,13 @@ options parse(int argc, char** argv) {
         throw usage_error{fmt::format("--format is table, csv or json, not '{}'", o.format)};
     } else if (arg == "--compare") {
       o.compare_with = std::string(value());
+    } else if (arg == "--per-file") {
+      no_value();
+      o.per_file = true;
+    } else if (arg == "--jobs") {
+      const int n = parse_int(arg, value());
+      if (n < 1) throw usage_error{fmt::format("--jobs needs at least 1, not {}", n)};
+      o.jobs = static_cast<unsigned>(n);
     } else if (arg.size() > 1 && arg.front() == '-') {
       throw usage_error{fmt::format("unknown option '{}'", arg)};
     } else {
@@ -119,10 +139,7 @@ options parse(int argc, char** argv) {
   }
   if (o.help) return o;
   if (positional.empty()) throw usage_error{"no TRACE given"};
-  if (positional.size() > 1)
-    throw usage_error{fmt::format("one TRACE only, got '{}' too (use --compare OTHER for a pair)",
-                                  positional[1])};
-  o.trace = std::string(positional.front());
+  for (std::string_view p : positional) o.traces.emplace_back(p);
   if (o.sort_by) {
     if (o.compare_with) throw usage_error{"--sort-by does not apply to --compare"};
     try {
@@ -135,6 +152,8 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.top_level_only && o.compare_with) throw usage_error{"--top-level-only does not apply to --compare"};
+  if (o.per_file && o.compare_with) throw usage_error{"--per-file does not apply to --compare"};
+  if (o.per_file && o.format != "table") throw usage_error{"--per-file applies to --format table only"};
   if (o.format != "table") {
     if (o.sort_by) throw usage_error{"--sort-by applies to --format table only"};
     if (o.top_level_only) throw usage_error{"--top-level-only applies to --format table only"};
@@ -145,36 +164,79 @@ options parse(int argc, char** argv) {
 
 void out(std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
-int run(const options& o) {
+std::string names(const std::vector<std::filesystem::path>& files) {
+  std::string out;
+  for (const auto& f : files) out += (out.empty() ? "" : ", ") + f.string();
+  return out;
+}
+
+/// One table over all the files `paths` name.
+strata::averages averages_of(const std::vector<std::filesystem::path>& files, const options& o,
+                             std::uint64_t* skipped = nullptr) {
   const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
-  const strata::saved_trace a = strata::read_trace(std::filesystem::path(o.trace));
-  const strata::averages avg_a = strata::key_averages(a, ka);
+  const auto parts = strata::key_averages_of_files(files, ka, o.jobs);
+  std::vector<strata::averages> tables;
+  for (const auto& p : parts) {
+    tables.push_back(p.table);
+    if (skipped != nullptr) *skipped += p.skipped;
+  }
+  return strata::merge_averages(tables);
+}
+
+void print_table(const strata::averages& avg, const options& o, std::string_view header) {
+  out(avg.table({.sort_by = o.sort_by ? std::string_view(*o.sort_by) : std::string_view(),
+                 .row_limit = o.row_limit.value_or(100),
+                 .top_level_events_only = o.top_level_only,
+                 .header = header}));
+}
+
+int run(const options& o) {
+  const std::vector<std::filesystem::path> files = strata::trace_files(o.traces);
 
   if (o.compare_with) {
-    const strata::saved_trace b = strata::read_trace(std::filesystem::path(*o.compare_with));
-    const strata::comparison diff = strata::compare(avg_a, strata::key_averages(b, ka));
+    const std::vector<std::filesystem::path> other = strata::trace_files(std::vector{std::filesystem::path(*o.compare_with)});
+    const strata::comparison diff = strata::compare(averages_of(files, o), averages_of(other, o));
     if (o.format == "csv") {
       out(diff.to_csv());
     } else if (o.format == "json") {
       out(diff.to_json());
     } else {
-      out(fmt::format("A: {}\nB: {}\n", o.trace, *o.compare_with));
+      out(fmt::format("A: {}\nB: {}\n", names(files), names(other)));
       out(diff.table({.row_limit = o.row_limit.value_or(-1)}));
     }
     return 0;
   }
 
+  if (o.per_file) {
+    const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
+    bool first = true;
+    for (const auto& part : strata::key_averages_of_files(files, ka, o.jobs)) {
+      if (part.table.rows.empty()) {
+        fmt::print(stderr, "strata-report: {} holds no op events ({} trace events skipped)\n",
+                   part.path.string(), part.skipped);
+        continue;
+      }
+      if (!first) out("\n");
+      first = false;
+      print_table(part.table, o, part.path.string());
+    }
+    return 0;
+  }
+
+  std::uint64_t skipped = 0;
+  const strata::averages avg = averages_of(files, o, &skipped);
   if (o.format == "csv") {
-    out(avg_a.to_csv());
+    out(avg.to_csv());
   } else if (o.format == "json") {
-    out(avg_a.to_json());
-  } else if (avg_a.rows.empty()) {
-    fmt::print(stderr, "strata-report: {} holds no op events ({} trace events skipped)\n", o.trace,
-               a.skipped);
+    out(avg.to_json());
+  } else if (avg.rows.empty()) {
+    fmt::print(stderr, "strata-report: {} {} no op events ({} trace events skipped)\n", names(files),
+               files.size() == 1 ? "holds" : "hold", skipped);
   } else {
-    out(avg_a.table({.sort_by = o.sort_by ? std::string_view(*o.sort_by) : std::string_view(),
-                     .row_limit = o.row_limit.value_or(100),
-                     .top_level_events_only = o.top_level_only}));
+    // Several files: say which, so a combined table is never mistaken for one trace's.
+    const std::string header =
+        files.size() == 1 ? std::string() : fmt::format("{} traces: {}", files.size(), names(files));
+    print_table(avg, o, header);
   }
   return 0;
 }

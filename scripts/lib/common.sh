@@ -7,7 +7,7 @@ STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STRATA_PACKAGES=(
   g++ clang meson ninja-build pkg-config python3
   libfmt-dev libboost-dev doctest-dev libbenchmark-dev
-  protobuf-compiler zlib1g-dev cmake
+  protobuf-compiler zlib1g-dev cmake rapidjson-dev time libclang-rt-14-dev
 )
 
 log() { printf '[strata] %s\n' "$*" >&2; }

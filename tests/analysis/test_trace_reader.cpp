@@ -3,10 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <zlib.h>
 
 #include "strata/analysis/trace_reader.hpp"
 #include "strata/export/chrome_trace.hpp"
@@ -297,6 +302,24 @@ TEST_CASE("trace reader: errors name the file and what is wrong") {
                            "\"args\":{\"Input Dims\":" + std::string(252, '[') + std::string(252, ']') + "}}]}";
     CHECK(read_text(dir, ok).events.at(0).name == "[[[{{\"");
   }
+  SUBCASE("traceEvents that is an object, even an empty one, is not an array") {
+    CHECK(message("{\"traceEvents\":{}}") == "strata: trace " + file + ": traceEvents is not an array");
+    CHECK(message("[]").find("has no traceEvents array") != std::string::npos);
+  }
+  SUBCASE("hostile documents: truncated, binary, not UTF-8, huge numbers") {
+    CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1},{"ph":"X","na)") ==
+          "strata: trace " + file + " is not valid JSON: line 1: unterminated string");
+    CHECK(message(std::string("\x7f\x45\x4c\x46\x02\x01\x00\x00", 8)) ==
+          "strata: trace " + file + " is not valid JSON: line 1: expected value");
+    CHECK(message(std::string("{\"traceEvents\":[\x00]}", 18)).find("is not valid JSON") != std::string::npos);
+    CHECK(message("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"\xff\",\"ts\":1,\"dur\":1}]}") ==
+          "strata: trace " + file + " is not valid JSON: line 1: a string is not valid UTF-8");
+    CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":1e400,"dur":1}]})") ==
+          "strata: trace " + file + " is not valid JSON: line 1: number too big");
+    CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":99999999999999999999,"dur":1}]})") ==
+          "strata: trace " + file + ", traceEvents[0]: ts is missing or not a number of microseconds");
+    CHECK(message("\n\n  ") == "strata: trace " + file + " is not valid JSON: line 3: the document is empty");
+  }
   SUBCASE("an empty traceEvents array is an empty trace") {
     const auto t = read_text(dir, R"({"traceEvents":[]})");
     CHECK(t.events.empty());
@@ -312,4 +335,93 @@ TEST_CASE("trace reader: from a stream") {
   CHECK_THROWS_WITH_AS(strata::read_trace(bad, "memory"),
                        "strata: trace memory is not valid JSON: line 1: expected value",
                        strata::error);
+}
+
+TEST_CASE("trace reader: facts that come after the events still decide the rules") {
+  strata_test::temp_dir dir("reader-late");
+  SUBCASE("otherData after traceEvents: a strata trace, its lost records counted") {
+    const auto t = read_text(dir, R"({"traceEvents":[
+{"ph":"X","cat":"device.phase","name":"part","pid":1,"tid":1,"ts":0,"dur":1},
+{"ph":"X","cat":"framework","name":"op","pid":1,"tid":1,"ts":0,"dur":2}],
+"otherData":{"dropped":3,"strata_version":"0.1.0"}})");
+    CHECK(t.format == "strata");
+    CHECK(t.records_lost == 3);
+    REQUIRE(t.events.size() == 1);
+    CHECK(t.events[0].name == "op");
+  }
+  SUBCASE("a Kineto category after other events: every event is read with Kineto's rules") {
+    // Read with strata's rules, the first event would be a user op and the kernel's
+    // correlation_id would count; with Kineto's, gpu_user_annotation is not an op and the
+    // kernel's id is its External id.
+    const auto t = read_text(dir, R"([
+{"ph":"X","cat":"gpu_user_annotation","name":"span","pid":0,"tid":7,"ts":0,"dur":9},
+{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"External id":5,"correlation_id":6}}
+])");
+    CHECK(t.format == "kineto");
+    CHECK(t.device_name == "CUDA");
+    REQUIRE(t.events.size() == 1);
+    CHECK(t.events[0].name == "k");
+    CHECK(t.events[0].correlation_id == 5);
+    CHECK(t.skipped == 1);
+  }
+}
+
+TEST_CASE("trace reader: from memory, and values of every JSON type where text is expected") {
+  const auto t = strata::read_trace_bytes(R"({"traceEvents":[
+{"ph":"X","name":null,"pid":true,"tid":[1],"ts":"1.5","dur":2,"args":{"correlation_id":"7","Input Dims":[[1,{"a":2}],"",[]]}},
+{"ph":"X","name":"dup","name":"second","ts":0,"ts":"x","dur":1,"args":{"Input Dims":"scalar"}},
+5, [1, 2], "text"
+]})");
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.events[0].name == "null");  // a literal keeps its text, as before
+  CHECK(t.events[0].begin_ns == 1500);
+  CHECK(t.events[0].correlation_id == 7);
+  CHECK(t.events[0].input_shapes == "[[1, [2]], [], []]");
+  CHECK(t.events[1].name == "dup");  // the first of a repeated key
+  CHECK(t.events[1].input_shapes == "scalar");
+  CHECK(t.events[0].track != t.events[1].track);
+  CHECK(t.skipped == 3);  // the entries that are not objects
+}
+
+namespace {
+void write_gzip(const std::filesystem::path& path, const std::string& text, std::size_t keep = std::string::npos) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  gzFile f = gzopen(tmp.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+  std::ifstream in(tmp, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::filesystem::remove(tmp);
+  strata_test::write_file(path, bytes.substr(0, keep));
+}
+}  // namespace
+
+TEST_CASE("trace reader: gzip-compressed traces, recognised by their magic bytes") {
+  strata_test::temp_dir dir("reader-gzip");
+  const auto plain = strata::read_trace_bytes(strata_doc);
+  SUBCASE("a .json.gz reads as the same trace") {
+    write_gzip(dir / "trace.json.gz", strata_doc);
+    const auto t = strata::read_trace(dir / "trace.json.gz");
+    CHECK(t.format == "strata");
+    CHECK(strata::key_averages(t).to_csv() == strata::key_averages(plain).to_csv());
+  }
+  SUBCASE("whatever the name") {
+    write_gzip(dir / "trace.json", strata_doc);
+    CHECK(strata::read_trace(dir / "trace.json").events.size() == plain.events.size());
+  }
+  SUBCASE("a truncated or corrupt gzip file is refused, naming the file") {
+    const std::string file = "'" + (dir / "cut.json.gz").string() + "'";
+    write_gzip(dir / "cut.json.gz", strata_doc, 40);
+    CHECK_THROWS_WITH_AS(strata::read_trace(dir / "cut.json.gz"),
+                         ("strata: cannot read trace " + file + ": its gzip data ends early (truncated?)").c_str(),
+                         strata::error);
+    strata_test::write_file(dir / "cut.json.gz", std::string("\x1f\x8b\x08\x00 not deflate data at all", 30));
+    try {
+      strata::read_trace(dir / "cut.json.gz");
+      FAIL("no error");
+    } catch (const strata::error& e) {
+      CHECK(std::string(e.what()).starts_with("strata: cannot read trace " + file + ": its gzip data"));
+    }
+  }
 }

@@ -1,0 +1,50 @@
+// libFuzzer target: the STRATA_* environment variables of the environment capture. The input
+// gives each variable a value, or leaves it unset; the result is a configuration or a
+// strata::error, and a configuration must be one the profiler accepts as far as these values go.
+//
+// Including env_capture.hpp also arms a capture at static initialisation; the runner
+// (run_fuzz.py) clears STRATA_PROFILE, so it stays off.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#define STRATA_IMPLEMENTATION  // the fuzzer is a program of its own: strata compiled here
+#include "strata/env_capture.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const char* const names[] = {
+      "STRATA_PROFILE",         "STRATA_OUTPUT_DIR",    "STRATA_LAYERS",        "STRATA_BUFFER_CAPACITY",
+      "STRATA_OVERFLOW",        "STRATA_CAPTURE_CORES", "STRATA_RECORD_SHAPES", "STRATA_DRAIN_INTERVAL_US",
+  };
+  FuzzedDataProvider in(data, size);
+  std::map<std::string, std::string> env;
+  for (const char* name : names) {
+    if (in.ConsumeBool()) continue;
+    // Mostly STRATA_PROFILE=1, so the fuzzer gets past the first check.
+    env[name] = std::string(name) == "STRATA_PROFILE" && in.ConsumeBool() ? std::string("1")
+                                                                          : in.ConsumeRandomLengthString(64);
+  }
+  const auto lookup = [&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  std::optional<strata::profiler_config> config;
+  try {
+    config = strata::capture_config_from_env(lookup);
+  } catch (const strata::error&) {
+    return 0;
+  }
+  if (!config) return 0;
+  try {
+    static_cast<void>(strata::core_set::parse(config->capture_cores));  // accepted once, accepted again
+  } catch (const strata::error&) {
+    std::abort();
+  }
+  if (config->drain_interval.count() < 0) std::abort();
+  return 0;
+}
