@@ -18,6 +18,7 @@
 #include "support.hpp"
 
 using strata::layer;
+using namespace std::string_literals;  // "...\x00..."s keeps the bytes after a NUL
 
 namespace {
 
@@ -309,9 +310,9 @@ TEST_CASE("trace reader: errors name the file and what is wrong") {
   SUBCASE("hostile documents: truncated, binary, not UTF-8, huge numbers") {
     CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1},{"ph":"X","na)") ==
           "strata: trace " + file + " is not valid JSON: line 1: unterminated string");
-    CHECK(message(std::string("\x7f\x45\x4c\x46\x02\x01\x00\x00", 8)) ==
+    CHECK(message("\x7f\x45\x4c\x46\x02\x01\x00\x00"s) ==
           "strata: trace " + file + " is not valid JSON: line 1: expected value");
-    CHECK(message(std::string("{\"traceEvents\":[\x00]}", 18)).find("is not valid JSON") != std::string::npos);
+    CHECK(message("{\"traceEvents\":[\x00]}"s).find("is not valid JSON") != std::string::npos);
     CHECK(message("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"\xff\",\"ts\":1,\"dur\":1}]}") ==
           "strata: trace " + file + " is not valid JSON: line 1: a string is not valid UTF-8");
     CHECK(message(R"({"traceEvents":[{"ph":"X","name":"a","ts":1e400,"dur":1}]})") ==
@@ -416,7 +417,7 @@ TEST_CASE("trace reader: gzip-compressed traces, recognised by their magic bytes
     CHECK_THROWS_WITH_AS(strata::read_trace(dir / "cut.json.gz"),
                          ("strata: cannot read trace " + file + ": its gzip data ends early (truncated?)").c_str(),
                          strata::error);
-    strata_test::write_file(dir / "cut.json.gz", std::string("\x1f\x8b\x08\x00 not deflate data at all", 30));
+    strata_test::write_file(dir / "cut.json.gz", "\x1f\x8b\x08\x00 not deflate data at all"s);
     try {
       strata::read_trace(dir / "cut.json.gz");
       FAIL("no error");
