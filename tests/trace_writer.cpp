@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "strata/args/op_args.hpp"
+#include "strata/core/correlation.hpp"
 #include "strata/core/device_track.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"

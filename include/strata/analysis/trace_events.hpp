@@ -24,6 +24,7 @@
 #include "strata/analysis/rapidjson_reader.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/ring_buffer.hpp"
 
 namespace strata {

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "strata/core/layer.hpp"
+#include "strata/core/layer_name.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/site.hpp"
