@@ -20,8 +20,8 @@
 
 #include <benchmark/benchmark.h>
 
-#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
+#include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"
 
 #ifndef STRATA_BENCH_BUILD

@@ -15,7 +15,6 @@
 
 #include <benchmark/benchmark.h>
 
-#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/device_track.hpp"

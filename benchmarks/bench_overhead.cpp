@@ -24,8 +24,8 @@
 #include <benchmark/benchmark.h>
 
 #include "overhead_cases.hpp"
-#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
+#include "strata/core/clock.hpp"
 
 #ifndef STRATA_BENCH_BUILD
 #define STRATA_BENCH_BUILD "unknown"

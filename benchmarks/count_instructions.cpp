@@ -13,8 +13,9 @@
 #include <string_view>
 
 #include "overhead_cases.hpp"
-#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
+#include "strata/core/clock.hpp"
+#include "strata/core/error.hpp"
 
 namespace {
 

@@ -15,14 +15,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "strata/core/macros.hpp"
-#define STRATA_IMPLEMENTATION  // the one file of this program that compiles strata
 #include "strata/profiler.hpp"
+#include "strata/core/trace_data.hpp"
 
 namespace {
 

@@ -9,10 +9,9 @@
 //
 // Writes OUTPUT_DIR/<implementation>/trace.json, prints each key_averages table, a side-by-side
 // comparison and which implementation wins and why, worked out from the measured figures.
-// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
-// in header-only mode, no -lfmt is needed.
-#define STRATA_IMPLEMENTATION
+// strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
+#include "strata/core/trace_data.hpp"
 
 #include <algorithm>
 #include <charconv>

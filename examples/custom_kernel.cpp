@@ -7,9 +7,7 @@
 // take a correlation id, open a framework-layer scope named after the op with that id, and
 // hand the same id to the runtime submission. The kernel's phases (`k.phase("exp")`) show
 // nested in its execution on the core's Kernel track.
-// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
-// in header-only mode, no -lfmt is needed.
-#define STRATA_IMPLEMENTATION
+// strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
 
 #include <cmath>

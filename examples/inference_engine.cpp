@@ -6,9 +6,7 @@
 // Each step serves one request per worker thread, on two simulated NeuronCores. A request is
 // one decoding step of a block: embedding lookup (host), attention against a KV cache,
 // and an MLP with GELU, each op dispatched to the device like a PyTorch eager op.
-// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
-// in header-only mode, no -lfmt is needed.
-#define STRATA_IMPLEMENTATION
+// strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
 
 #include <charconv>

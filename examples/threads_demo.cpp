@@ -1,9 +1,8 @@
 // The foundation's main job: several threads record nested scopes, instants and counters; the
 // trace goes to strata-out/trace.json. A later example (compare_ops) takes its place.
-// First: strata's implementation is compiled here (in one file of a program), and with {fmt}
-// in header-only mode, no -lfmt is needed.
-#define STRATA_IMPLEMENTATION
+// strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
+#include "strata/core/error.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -22,7 +22,7 @@ BUILDS=(
   "asan-ubsan|g++|-Db_sanitize=address,undefined -Dbenchmarks=disabled -Dexamples=disabled"
   "tsan|g++|-Db_sanitize=thread -Dtsan_only=true -Dbenchmarks=disabled -Dexamples=disabled"
   # Only the libFuzzer targets; each test runs its kept crash inputs, then fuzzes for
-  # fuzz_seconds (25 s: about a minute and a half of wall time for the five, two at a time).
+  # fuzz_seconds (15 s: about a minute of wall time for the five, two at a time).
   "fuzz|clang++|-Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined -Dbenchmarks=disabled -Dexamples=disabled -Dtools=disabled"
 )
 

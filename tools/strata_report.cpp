@@ -16,7 +16,6 @@
 
 #include <fmt/format.h>
 
-#define STRATA_IMPLEMENTATION  // strata-report is one file: strata's implementation goes here
 #include "strata/profiler.hpp"
 #include "strata/analysis/compare.hpp"
 #include "strata/analysis/key_averages.hpp"

@@ -7,7 +7,10 @@
 #   3. installed, through CMake's find_package(strata) (the target strata::strata);
 #   4. as a CMake subdirectory of a checkout (add_subdirectory, as FetchContent does).
 # Each consumer builds the README's quickstart (or the C example) and runs it; the trace it
-# writes must parse.
+# writes must parse. Routes 1-4 compile the quickstart's session file with the flags the route
+# gives and link strata's implementation compiled once, in step 0, from the same headers with
+# the same flags (-I and {fmt}'s headers): compiling it once per route would test nothing new
+# and cost a minute.
 # Usage: check_consumers.sh SOURCE_ROOT
 set -euo pipefail
 src="$(cd "$1" && pwd)"
@@ -49,6 +52,14 @@ g++ "$work/c_engine.o" "$work/c_engine_strata.o" -o "$work/c_engine" -pthread -l
 (cd "$work" && ./c_engine c-out 8) && trace_ok "$work/c-out/trace.json"
 echo "C engine (gcc -std=c11 -pedantic): ok"
 
+# The quickstart with its implementation in a file of its own, as an engine of many files has it;
+# the routes below compile main.cpp and link implementation.o.
+g++ -std=c++20 -Wall -Wextra -Werror -I"$src/include" -c "$src/examples/strata_implementation.cpp" \
+  -o "$work/implementation.o"
+grep -v '^#define STRATA_IMPLEMENTATION' "$src/examples/quickstart.cpp" >"$work/main.cpp"
+if grep -q STRATA_IMPLEMENTATION "$work/main.cpp"; then echo "main.cpp still compiles strata"; exit 1; fi
+impl="$work/implementation.o"
+
 # strata-report is left out of both (-Dtools=disabled): it is not what a consumer includes, and
 # building it would add a 20 s compile to each check.
 # 1. Install into a staging prefix, then build with nothing but the compiler and pkg-config.
@@ -59,7 +70,7 @@ pc_dir="$(dirname "$(find "$work/prefix" -name strata.pc | head -n 1)")"
 flags="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs strata)"
 case "$flags" in *-std=*|*-lfmt*) echo "strata.pc forces a language standard or libfmt: $flags"; exit 1;; esac
 # shellcheck disable=SC2086
-c++ -std=c++20 -Wall -Wextra -Werror "$src/examples/quickstart.cpp" -o "$work/quickstart_pc" $flags
+c++ -std=c++20 -Wall -Wextra -Werror "$work/main.cpp" "$impl" -o "$work/quickstart_pc" $flags
 (cd "$work" && ./quickstart_pc && mv strata-out pc-out)
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' \
   "$work/pc-out/trace.json"
@@ -68,22 +79,23 @@ echo "pkg-config consumer: ok"
 flags="$(PKG_CONFIG_PATH="$work/build/meson-uninstalled" pkg-config --cflags --libs strata-uninstalled)"
 case "$flags" in *-std=*) echo "strata-uninstalled.pc forces a language standard: $flags"; exit 1;; esac
 # shellcheck disable=SC2086
-c++ -std=c++20 -Wall -Wextra -Werror "$src/examples/quickstart.cpp" -o "$work/quickstart_upc" $flags
+c++ -std=c++20 -Wall -Wextra -Werror "$work/main.cpp" "$impl" -o "$work/quickstart_upc" $flags
 (cd "$work" && rm -rf strata-out && ./quickstart_upc) && trace_ok "$work/strata-out/trace.json"
 echo "uninstalled pkg-config consumer: ok"
 
 # 2. A Meson project with strata under subprojects/.
 mkdir -p "$work/app/subprojects"
 ln -s "$src" "$work/app/subprojects/strata"
-cp "$src/examples/quickstart.cpp" "$work/app/main.cpp"
+cp "$work/main.cpp" "$work/app/main.cpp"
 cat >"$work/app/meson.build" <<'MESON'
 project('strata_consumer', 'cpp', default_options : ['cpp_std=c++20'])
 strata = dependency('strata', fallback : ['strata', 'strata_dep'],
   default_options : ['tests=disabled', 'examples=disabled', 'benchmarks=disabled',
                      'tools=disabled'])
-executable('app', 'main.cpp', dependencies : strata)
+executable('app', 'main.cpp', dependencies : strata, link_args : get_option('impl'))
 MESON
-meson setup "$work/app/build" "$work/app" --force-fallback-for=strata >"$work/app-setup.log" 2>&1 || { cat "$work/app-setup.log"; exit 1; }
+echo "option('impl', type : 'string')" >"$work/app/meson_options.txt"
+meson setup "$work/app/build" "$work/app" --force-fallback-for=strata -Dimpl="$impl" >"$work/app-setup.log" 2>&1 || { cat "$work/app-setup.log"; exit 1; }
 meson compile -C "$work/app/build" >"$work/app-compile.log" 2>&1 || { cat "$work/app-compile.log"; exit 1; }
 (cd "$work" && ./app/build/app)
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["otherData"]["recorded"] > 0' \
@@ -95,7 +107,7 @@ echo "meson subproject consumer: ok"
 # as a compile feature, and neither libfmt nor FMT_HEADER_ONLY (strata uses {fmt}'s headers
 # only; see cmake/strataConfig.cmake.in).
 mkdir -p "$work/cmake-app"
-cp "$src/examples/quickstart.cpp" "$work/cmake-app/main.cpp"
+cp "$work/main.cpp" "$work/cmake-app/main.cpp"
 cat >"$work/cmake-app/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.16)
 project(strata_cmake_consumer CXX)
@@ -114,17 +126,8 @@ if(libraries MATCHES "fmt" OR definitions MATCHES "FMT_HEADER_ONLY")
   message(FATAL_ERROR "strata::strata imposes fmt on the program: ${libraries} ${definitions}")
 endif()
 add_executable(app main.cpp)
-target_link_libraries(app PRIVATE strata::strata)
-if(APP_LINKS_FMT)
-  find_package(fmt REQUIRED)
-  target_link_libraries(app PRIVATE fmt::fmt)
-endif()
+target_link_libraries(app PRIVATE strata::strata "${STRATA_IMPL_OBJECT}")
 CMAKE
-# Until the session file compiles strata's implementation with fmt header-only (headers that
-# know STRATA_IMPLEMENTATION), the headers still call into libfmt, so the program links it
-# itself: its own choice, which the package neither makes nor prevents.
-links_fmt=ON
-if grep -rq STRATA_IMPLEMENTATION "$src/include"; then links_fmt=OFF; fi
 pkg_cmake_dir="$(dirname "$(find "$work/prefix" -name strataConfig.cmake | head -n 1)")"
 for route in package subdirectory; do
   if [ "$route" = package ]; then
@@ -132,7 +135,7 @@ for route in package subdirectory; do
   else
     where=(-DSTRATA_SOURCE="$src")
   fi
-  cmake -S "$work/cmake-app" -B "$work/cmake-$route" -DAPP_LINKS_FMT=$links_fmt "${where[@]}" \
+  cmake -S "$work/cmake-app" -B "$work/cmake-$route" -DSTRATA_IMPL_OBJECT="$impl" "${where[@]}" \
     >"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
   cmake --build "$work/cmake-$route" >>"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
   rm -rf "$work/strata-out"
