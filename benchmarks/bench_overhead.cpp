@@ -38,7 +38,8 @@ using namespace strata_bench;
 /// Which session runs while a case is measured.
 enum class session {
   none,          ///< no profiler: strata is disabled at run time
-  capture_all,   ///< every layer captured (the default config): the scope records
+  capture_all,   ///< every layer captured, a flight recorder's ring: the scope records
+  capture_lossless,  ///< every layer captured, a lossless session (blocks, spilled past 256 MiB)
   capture_shapes,  ///< every layer, and the arguments of scopes that carry them
   skip_user,     ///< every layer but `user`: the scope's layer is not captured
 };
@@ -57,7 +58,8 @@ void start_session(session mode, std::size_t capacity) {
                     : strata::layer_set{strata::layer::framework, strata::layer::runtime,
                                         strata::layer::device},
       .buffer_capacity = capacity,
-      .overflow = strata::overflow_policy::overwrite_oldest,
+      .overflow = mode == session::capture_lossless ? strata::overflow_policy::drop_newest
+                                                    : strata::overflow_policy::overwrite_oldest,
       .record_shapes = mode == session::capture_shapes};
   current_profiler().emplace(std::move(config));
   current_profiler()->start();
@@ -136,6 +138,11 @@ void register_scope_pair() {
 void register_benchmarks() {
   // Adjacent pairs, so a baseline and the case compared with it run close together in time.
   register_scope_pair<large_ring>();
+  // The default session: blocks handed off when full, spilled past the memory limit.
+  benchmark::RegisterBenchmark("scope/strata_lossless", strata_case<scope_user>,
+                               session::capture_lossless, large_ring)
+      ->Threads(1)
+      ->Threads(2);
   register_scope_pair<small_ring>();
   benchmark::RegisterBenchmark("scope/strata_disabled", strata_case<scope_user>, session::none,
                                large_ring);

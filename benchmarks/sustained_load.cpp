@@ -1,20 +1,27 @@
-// benchmarks/sustained_load.cpp: records far more than the buffers hold, at a fixed rate, and
-// reports what was kept, what was lost and how much memory the process used.
+// benchmarks/sustained_load.cpp: records far more than fits in memory, and reports what was
+// made, kept, lost and spilled, and how much memory the process used.
 //
-//   sustained_load drain  [SECONDS] [RATE] [RING] [INTERVAL_US]   background drain, drop_newest
-//   sustained_load flight [SECONDS] [RATE] [RING]                 overwrite_oldest, no drain
+//   sustained_load lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]
+//                  [--memory-limit-mb M] [--no-spill] [--ring RECORDS]
 //
-// Two threads share RATE scopes per second (default 10,000,000 in total) for SECONDS (default
-// 10), each pacing itself against steady_clock in batches of 4096 scopes (sleeping until a
-// batch is due, so that the recording threads leave the cores to the drain as a real workload
-// would). Each thread's ring
-// holds RING records (default 2^18 = 8 MiB). "drain" moves records out every INTERVAL_US
-// (default 1000 us) and must lose none; "flight" keeps the newest RING - 1 records per thread
-// in constant memory. Memory is read from /proc/self/status (VmRSS, VmHWM).
+// N recording threads (default 2) each record R scopes per second (default 5,000,000; 0: as
+// fast as they can) for S seconds (default 4), pacing themselves against steady_clock in
+// batches of 4096 scopes. --contention adds one spinning thread per core, so the recording
+// threads, the store's writer and the spinners compete for the cores as on a busy host.
+// "lossless" uses the default settings (only output_dir set; --memory-limit-mb and --no-spill
+// change them) and must lose nothing; "flight" is a flight recorder (overwrite_oldest) keeping
+// the newest RECORDS - 1 per thread (default 2^18) in constant memory.
+//
+// Memory: VmHWM (peak RSS) is read from /proc/self/status just before stop(), while the
+// session holds its records (in memory up to the limit, the rest spilled), and again after
+// stop() has collected them into trace_data (the whole session in memory, as an export needs).
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -22,31 +29,33 @@
 #include <vector>
 
 #include "strata/core/macros.hpp"
-#include "strata/profiler.hpp"
 #include "strata/core/trace_data.hpp"
+#include "strata/profiler.hpp"
 
 namespace {
 
-// VmRSS or VmHWM of this process, in MiB.
-double memory_mib(const std::string& field) {
+// A /proc/self/status field (VmRSS, VmHWM) in MiB.
+double memory_mib(const char* field) {
   std::ifstream status("/proc/self/status");
   std::string line;
+  const std::size_t n = std::strlen(field);
   while (std::getline(status, line))
-    if (line.rfind(field + ":", 0) == 0) return std::strtod(line.c_str() + field.size() + 1, nullptr) / 1024.0;
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::strtod(line.c_str() + n + 1, nullptr) / 1024.0;
   return -1;
 }
 
-// Records scopes at `per_second` until `until`, pacing in batches; returns how many.
+// Records scopes at `per_second` (0: unpaced) until `until`, in batches; returns how many.
 std::uint64_t record_paced(double per_second, std::chrono::steady_clock::time_point until) {
   using clock = std::chrono::steady_clock;
   constexpr int batch = 4096;
   const auto start = clock::now();
-  const double ns_per_batch = 1e9 * batch / per_second;
+  const double ns_per_batch = per_second > 0 ? 1e9 * batch / per_second : 0;
   std::uint64_t made = 0;
   for (std::uint64_t b = 0;; ++b) {
-    const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(ns_per_batch * static_cast<double>(b)));
     const auto now = clock::now();
     if (now >= until) break;
+    const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(ns_per_batch * static_cast<double>(b)));
     if (now < due) std::this_thread::sleep_until(due);  // ahead of the schedule: wait for it
     for (int i = 0; i < batch; ++i) {
       STRATA_SCOPE("sustained");
@@ -56,68 +65,118 @@ std::uint64_t record_paced(double per_second, std::chrono::steady_clock::time_po
   return made;
 }
 
+struct options {
+  bool flight = false;
+  double seconds = 4;
+  double rate = 5e6;
+  int threads = 2;
+  bool contention = false;
+  std::size_t memory_limit_mb = 0;  // 0: the default
+  bool spill = true;
+  std::size_t ring = std::size_t{1} << 18;
+};
+
+bool parse(int argc, char** argv, options& o) {
+  if (argc < 2) return false;
+  const std::string mode = argv[1];
+  if (mode != "lossless" && mode != "flight") return false;
+  o.flight = mode == "flight";
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--contention") o.contention = true;
+    else if (a == "--no-spill") o.spill = false;
+    else if (a == "--seconds" && has_value) o.seconds = std::strtod(argv[++i], nullptr);
+    else if (a == "--rate" && has_value) o.rate = std::strtod(argv[++i], nullptr);
+    else if (a == "--threads" && has_value) o.threads = std::atoi(argv[++i]);
+    else if (a == "--memory-limit-mb" && has_value) o.memory_limit_mb = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--ring" && has_value) o.ring = std::strtoull(argv[++i], nullptr, 10);
+    else return false;
+  }
+  return o.seconds > 0 && o.threads > 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || (std::string(argv[1]) != "drain" && std::string(argv[1]) != "flight")) {
-    std::fprintf(stderr, "usage: %s drain|flight [SECONDS] [RATE] [RING] [INTERVAL_US]\n", argv[0]);
+  options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "usage: %s lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]\n"
+                 "       [--memory-limit-mb M] [--no-spill] [--ring RECORDS]\n",
+                 argv[0]);
     return 2;
   }
-  const bool drain = std::string(argv[1]) == "drain";
-  const double seconds = argc > 2 ? std::strtod(argv[2], nullptr) : 10.0;
-  const double rate = argc > 3 ? std::strtod(argv[3], nullptr) : 10e6;
-  const std::size_t ring = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : std::size_t{1} << 18;
-  const long interval_us = argc > 5 ? std::strtol(argv[5], nullptr, 10) : 1000;
-  constexpr int threads = 2;
-
   strata::profiler_config config;
-  config.output_dir = std::filesystem::temp_directory_path() / "strata-sustained";
-  config.buffer_capacity = ring;
-  config.overflow = drain ? strata::overflow_policy::drop_newest : strata::overflow_policy::overwrite_oldest;
-  config.drain_interval = drain ? std::chrono::microseconds(interval_us) : std::chrono::microseconds(0);
+  config.output_dir = (std::filesystem::temp_directory_path() / "strata-sustained").string();
+  if (o.flight) {
+    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.buffer_capacity = o.ring;
+  }
+  if (o.memory_limit_mb != 0) config.memory_limit = o.memory_limit_mb << 20;
+  config.spill = o.spill;
   strata::profiler prof(config);
+
+  // Spinners first, so the recording threads start on a busy machine.
+  std::atomic<bool> spin{o.contention};
+  std::vector<std::thread> spinners;
+  if (o.contention)
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
+      spinners.emplace_back([&] {
+        while (spin.load(std::memory_order_relaxed)) {
+        }
+      });
 
   const double rss_before = memory_mib("VmRSS");
   prof.start();
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
-  std::vector<std::uint64_t> made(threads);
-  std::vector<double> rss_samples;
-  std::vector<std::thread> workers;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] { made[static_cast<std::size_t>(t)] = record_paced(rate / threads, until); });
+  const auto until = t0 + std::chrono::nanoseconds(static_cast<std::int64_t>(o.seconds * 1e9));
+  std::vector<std::uint64_t> made(static_cast<std::size_t>(o.threads));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < o.threads; ++t)
+    workers.emplace_back([&, t] { made[static_cast<std::size_t>(t)] = record_paced(o.rate, until); });
   // The main thread samples memory once a second while the workers record.
-  while (std::chrono::steady_clock::now() < until) {
+  std::vector<double> rss_samples;
+  while (std::chrono::steady_clock::now() + std::chrono::seconds(1) < until) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     rss_samples.push_back(memory_mib("VmRSS"));
   }
   for (auto& w : workers) w.join();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double rss_end = memory_mib("VmRSS");
-  const std::uint64_t drains = prof.background_drains();
+  spin.store(false);
+  for (auto& s : spinners) s.join();
+  const double hwm_recording = memory_mib("VmHWM");
+  const auto c0 = std::chrono::steady_clock::now();
   prof.stop();
+  const double collect_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  const strata::profiler_stats s = prof.stats();
 
   std::uint64_t total = 0;
   for (auto m : made) total += m;
-  const auto& data = prof.data();
-  std::printf("mode            %s (%s, ring %zu records = %.1f MiB per thread%s)\n",
-              drain ? "drain" : "flight", strata::overflow_policy_name(config.overflow).data(), ring,
-              static_cast<double>(ring) * 32 / 1048576.0,
-              drain ? (", interval " + std::to_string(interval_us) + " us").c_str() : "");
+  std::printf("mode            %s (%s)%s\n", o.flight ? "flight" : "lossless",
+              o.flight ? ("overwrite_oldest, ring " + std::to_string(o.ring) + " records per thread").c_str()
+                       : ("memory_limit " + std::to_string(config.memory_limit >> 20) + " MiB, spill " +
+                          (config.spill ? "on" : "off")).c_str(),
+              o.contention ? ", contention: a spinning thread per core" : "");
   std::printf("scopes made     %llu in %.2f s = %.2f M/s over %d threads\n",
-              static_cast<unsigned long long>(total), elapsed, static_cast<double>(total) / elapsed / 1e6, threads);
-  std::printf("records kept    %llu\n", static_cast<unsigned long long>(data.recorded()));
-  std::printf("records lost    %llu\n", static_cast<unsigned long long>(data.lost()));
-  if (drain) std::printf("drain passes    %llu\n", static_cast<unsigned long long>(drains));
+              static_cast<unsigned long long>(total), elapsed, static_cast<double>(total) / elapsed / 1e6,
+              o.threads);
+  std::printf("records kept    %llu\n", static_cast<unsigned long long>(s.recorded));
+  std::printf("records lost    %llu\n", static_cast<unsigned long long>(s.dropped));
+  std::printf("spilled         %llu records, %.1f MiB file; %llu waits at the limit\n",
+              static_cast<unsigned long long>(s.spilled), static_cast<double>(s.spill_bytes) / 1048576.0,
+              static_cast<unsigned long long>(s.memory_waits));
+  if (!s.spill_error.empty()) std::printf("spill error     %s\n", s.spill_error.c_str());
+  std::printf("blocks peak     %.1f MiB\n", static_cast<double>(s.peak_memory) / 1048576.0);
   std::printf("VmRSS MiB       before %.1f, per second:", rss_before);
   for (double r : rss_samples) std::printf(" %.0f", r);
-  std::printf(", at the end %.1f\n", rss_end);
-  std::printf("VmHWM MiB       %.1f (after collecting)\n", memory_mib("VmHWM"));
-  // drain: every scope made is kept. flight: each thread keeps its newest ring - 1 and counts
+  std::printf("\n");
+  std::printf("VmHWM MiB       %.1f while recording; %.1f after stop() collected (%.2f s)\n",
+              hwm_recording, memory_mib("VmHWM"), collect_s);
+  // lossless: every scope made is kept. flight: each thread keeps its newest ring - 1 and counts
   // the rest as lost. Either way kept + lost accounts for every scope.
-  const bool accounted = data.recorded() + data.lost() == total;
-  const bool ok = accounted && (drain ? data.lost() == 0 : data.recorded() <= threads * (ring - 1));
+  const bool accounted = s.recorded + s.dropped == total;
+  const bool ok = accounted && (o.flight ? s.recorded <= o.threads * (o.ring - 1) : s.dropped == 0);
   std::printf("check           %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -144,7 +144,7 @@ figures measure(const std::string& name, const options& o, sim::runtime& rt, con
   const auto warm = impl(x).to_host();
   static_cast<void>(warm);
 
-  strata::profiler prof({.output_dir = o.out_dir + "/" + name, .buffer_capacity = 1 << 18,
+  strata::profiler prof({.output_dir = o.out_dir + "/" + name,
                          .record_shapes = true});
   const auto before = rt.stats();
   std::vector<double> modelled, wall;

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::vector<float> x(rows * cols);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 250.0f - 2.0f;
 
-  strata::profiler prof({.output_dir = out_dir, .buffer_capacity = 1 << 14, .record_shapes = true});
+  strata::profiler prof({.output_dir = out_dir, .record_shapes = true});
   sim::runtime rt({.cores = 1, .generation = sim::core_generation::trn1});
   static const strata::site* op = strata::intern(strata::layer::framework, "custom::softmax");
 

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
 
     // Skip nothing, wait one step, warm up one, record two; twice. Each window's trace goes to
     // its own file (trace_step<first>-<last>.json), as torch.profiler's on_trace_ready would.
-    strata::profiler prof({.output_dir = o.out_dir, .buffer_capacity = 1 << 16, .record_shapes = true,
+    strata::profiler prof({.output_dir = o.out_dir, .record_shapes = true,
                            .schedule = {.wait = 1, .warmup = 1, .active = 2, .repeat = 2}});
     prof.start();
     double checksum = 0;

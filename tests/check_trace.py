@@ -79,6 +79,17 @@ def check_structure(trace):
                       ("dropped", int), ("threads", int)):
         if not isinstance(other.get(key), kind):
             fail(f"otherData.{key} missing or not a {kind.__name__}")
+    if other.get("overflow_policy") == "drop_newest":
+        # A lossless session's memory: its limit, what it spilled, its peak.
+        for key in ("memory_limit", "spilled", "spill_bytes", "peak_memory"):
+            if not isinstance(other.get(key), int) or other[key] < 0:
+                fail(f"otherData.{key} missing or not a count (a lossless session)")
+        if other["spilled"] > other["recorded"]:
+            fail("otherData.spilled exceeds the records kept")
+        if other["spilled"] > 0 and other["spill_bytes"] < 32 * other["spilled"]:
+            fail("otherData.spill_bytes is smaller than the spilled records")
+        if "spill_error" in other and not isinstance(other["spill_error"], str):
+            fail("otherData.spill_error is not a string")
     for key in ("session_start_us", "session_stop_us"):
         try:
             ns(other.get(key))

@@ -62,8 +62,10 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 // --- basic ---------------------------------------------------------------------------------
 
 constexpr int iterations = 10;
-constexpr int flood_instants = 300;
-constexpr std::size_t capacity = 256;
+// One block of records besides each thread's current one, spilling off: the flood thread keeps
+// two blocks (2 x 2048 records) and drops the rest; no other thread fills its first block.
+constexpr std::size_t memory_limit = std::size_t{1} << 16;
+constexpr int flood_instants = 2 * 2048 + 44;
 
 void step(int i) {
   STRATA_SCOPE_LAYER(strata::layer::framework, "step");
@@ -83,8 +85,10 @@ void throw_through_scopes() {
 }
 
 int basic(const std::filesystem::path& dir) {
-  strata::profiler prof({.output_dir = dir, .buffer_capacity = capacity,
+  strata::profiler prof({.output_dir = dir,
                          .overflow = strata::overflow_policy::drop_newest,
+                         .memory_limit = memory_limit,
+                         .spill = false,
                          .process_name = "trace writer"});
   strata::set_thread_name("main");
   prof.start();
@@ -134,7 +138,7 @@ int basic(const std::filesystem::path& dir) {
   // name (null for non-finite), records lost, whether it had exited by stop().
   std::string worker_x = "\"step\":10,\"submit\":10,\"execute\":10,\"kernel\":10";
   std::string counts = "[0,1,2,3,4,5,6,7,8,9]";
-  std::string expect = "{\"process_name\":\"trace writer\",\"buffer_capacity\":256,"
+  std::string expect = "{\"process_name\":\"trace writer\",\"buffer_capacity\":65536,"
                        "\"overflow_policy\":\"drop_newest\",\"threads\":{";
   expect += "\"main\":{\"X\":{\"main: run\":1,\"aten::mm\":1,\"submit\":1},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
   expect += "\"worker 0\":{\"X\":{" + worker_x + ",\"throwing outer\":1,\"throwing inner\":1},"
@@ -143,8 +147,8 @@ int basic(const std::filesystem::path& dir) {
             "\"C\":{\"queue depth\":" + counts + ",\"nan\":[null],\"inf\":[null]},\"lost\":0,\"exited\":true},";
   expect += "\"worker 2\":{\"X\":{" + worker_x + "},\"i\":{\"issued\":10},"
             "\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
-  // capacity 256 of 300 instants: the first 256 are kept, 44 dropped.
-  expect += "\"flood\":{\"X\":{},\"i\":{\"flood\":256},\"C\":{},\"lost\":44,\"exited\":true},";
+  // Two blocks of 4140 instants: the first 4096 are kept, 44 dropped.
+  expect += "\"flood\":{\"X\":{},\"i\":{\"flood\":4096},\"C\":{},\"lost\":44,\"exited\":true},";
   expect += "\"Tensor\":{\"X\":{\"matmul\":3},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
   expect += "\"Scalar\":{\"X\":{\"activation(exp)\":2},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false}";
   expect += "}}";

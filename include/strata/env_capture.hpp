@@ -102,11 +102,12 @@ inline trace_format trace_format_from_env(const env_lookup& lookup) {
 /// | `STRATA_PROFILE` | `1` captures the whole run | off |
 /// | `STRATA_OUTPUT_DIR` | where trace.json goes | `strata-out` |
 /// | `STRATA_LAYERS` | `framework,runtime,device,user` or `all` | `all` |
-/// | `STRATA_BUFFER_CAPACITY` | records per thread, a power of two | 65536 |
-/// | `STRATA_OVERFLOW` | `drop_newest` or `overwrite_oldest` | `drop_newest` |
+/// | `STRATA_OVERFLOW` | `drop_newest` (lossless) or `overwrite_oldest` (flight recorder) | `drop_newest` |
+/// | `STRATA_MEMORY_LIMIT_MB` | MiB of records held in memory before spilling | 256 |
+/// | `STRATA_SPILL` | `0`: past the memory limit drop the newest records instead of spilling | `1` |
+/// | `STRATA_BUFFER_CAPACITY` | flight recorder: records per thread, a power of two | 65536 |
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
-/// | `STRATA_DRAIN_INTERVAL_US` | background drain every N microseconds (0: none) | `0` |
 /// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
@@ -130,12 +131,22 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
                   "': use a power of two (records per thread), such as 65536");
     config.buffer_capacity = *value;
   }
-  if (auto interval = get("STRATA_DRAIN_INTERVAL_US"); interval && !interval->empty()) {
-    const auto value = detail::parse_count(*interval);
-    if (!value)
-      throw error("STRATA_DRAIN_INTERVAL_US='" + *interval +
-                  "': use microseconds between background drains, such as 1000, or 0 for none");
-    config.drain_interval = std::chrono::microseconds(static_cast<std::int64_t>(*value));
+  if (get("STRATA_DRAIN_INTERVAL_US"))
+    throw error("STRATA_DRAIN_INTERVAL_US is no longer read: a session keeps every record "
+                "without a background drain, in STRATA_MEMORY_LIMIT_MB of memory and a spill "
+                "file past it; unset it");
+  if (auto limit = get("STRATA_MEMORY_LIMIT_MB"); limit && !limit->empty()) {
+    const auto value = detail::parse_count(*limit);
+    if (!value || *value == 0 || *value > (std::size_t{1} << 20))
+      throw error("STRATA_MEMORY_LIMIT_MB='" + *limit +
+                  "': use the MiB of records held in memory before spilling, such as 256");
+    config.memory_limit = *value << 20;
+  }
+  if (auto spill = get("STRATA_SPILL"); spill && !spill->empty()) {
+    const std::string_view text = detail::trim(*spill);
+    if (text != "0" && text != "1")
+      throw error("STRATA_SPILL='" + *spill + "': use 1 to spill past the memory limit, 0 to drop");
+    config.spill = text == "1";
   }
   if (auto overflow = get("STRATA_OVERFLOW"); overflow && !overflow->empty()) {
     const std::string_view text = detail::trim(*overflow);

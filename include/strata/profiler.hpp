@@ -37,6 +37,14 @@ struct profiler_stats {
   std::uint64_t recorded = 0;  ///< records captured (collected or waiting in buffers)
   std::uint64_t dropped = 0;   ///< records lost to full buffers (dropped or overwritten)
   std::uint64_t threads = 0;   ///< threads that recorded at least once
+  /// Lossless sessions: records that went through the spill file (past `memory_limit`).
+  std::uint64_t spilled = 0;
+  std::uint64_t spill_bytes = 0;   ///< the spill file's size
+  std::uint64_t peak_memory = 0;   ///< most bytes of record blocks held at once
+  /// Times a recording thread waited for the spill writer at the memory limit.
+  std::uint64_t memory_waits = 0;
+  /// Why spilling stopped (a failed write: disk full, directory removed); empty if it did not.
+  std::string spill_error;
   /// strata's implementation was compiled with STRATA_ENABLED=0: nothing is ever recorded.
   bool compiled_out = false;
 };
@@ -152,9 +160,6 @@ class profiler {
   /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
   profiler_stats stats() const;
 
-  /// Passes the background drain (`profiler_config::drain_interval`) has completed so far,
-  /// over all sessions of this profiler. Reading it drains nothing.
-  std::uint64_t background_drains() const noexcept;
 
   /// What the last collected window (the whole session without a schedule) captured
   /// (strata/core/session.hpp defines it).

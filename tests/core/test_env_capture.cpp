@@ -49,7 +49,8 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->overflow == strata::overflow_policy::drop_newest);
     CHECK(config->capture_cores == "all");
     CHECK_FALSE(config->record_shapes);
-    CHECK(config->drain_interval == std::chrono::microseconds(0));
+    CHECK(config->memory_limit == std::size_t{256} << 20);
+    CHECK(config->spill);
   }
   SUBCASE("all set") {
     const auto config = strata::capture_config_from_env(
@@ -60,7 +61,8 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_OVERFLOW", "overwrite_oldest"},
                   {"STRATA_CAPTURE_CORES", "0,2-3"},
                   {"STRATA_RECORD_SHAPES", "1"},
-                  {"STRATA_DRAIN_INTERVAL_US", "250"}}}
+                  {"STRATA_MEMORY_LIMIT_MB", "64"},
+                  {"STRATA_SPILL", "0"}}}
             .lookup());
     REQUIRE(config.has_value());
     CHECK(config->output_dir == "/tmp/somewhere");
@@ -69,7 +71,8 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->overflow == strata::overflow_policy::overwrite_oldest);
     CHECK(config->capture_cores == "0,2-3");
     CHECK(config->record_shapes);
-    CHECK(config->drain_interval == std::chrono::microseconds(250));
+    CHECK(config->memory_limit == std::size_t{64} << 20);
+    CHECK_FALSE(config->spill);
   }
   SUBCASE("layers: all") {
     const auto config = strata::capture_config_from_env(
@@ -91,8 +94,15 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
   CHECK(layers.find("'gpu'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,,user"}}})
             .find("STRATA_LAYERS: unknown layer ''") != std::string::npos);
-  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_DRAIN_INTERVAL_US", "-5"}}})
-            .find("STRATA_DRAIN_INTERVAL_US='-5'") != std::string::npos);
+  // A setting that no longer exists is named, not silently ignored.
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_DRAIN_INTERVAL_US", "1000"}}})
+            .find("STRATA_DRAIN_INTERVAL_US is no longer read") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_MEMORY_LIMIT_MB", "0"}}})
+            .find("STRATA_MEMORY_LIMIT_MB='0'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_MEMORY_LIMIT_MB", "1g"}}})
+            .find("STRATA_MEMORY_LIMIT_MB='1g'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_SPILL", "yes"}}})
+            .find("STRATA_SPILL='yes'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "64k"}}})
             .find("STRATA_BUFFER_CAPACITY='64k'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "99999999999999999999"}}})

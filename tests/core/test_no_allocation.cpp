@@ -70,15 +70,23 @@ TEST_CASE("no heap allocation on the hot path after a thread's first record") {
   CHECK(during == 0);
   CHECK(prof.data().recorded() == 2001 * 6);
 
-  SUBCASE("a full buffer drops without allocating either") {
-    prof.start();
-    hot_loop(1, interned);
-    const std::size_t start = allocations.load();
-    hot_loop(20000, interned);  // 120000 records into 65536 slots
-    CHECK(allocations.load() - start == 0);
-    prof.stop();
-    CHECK(prof.data().lost() > 0);
-  }
+}
+
+TEST_CASE("past the memory limit with spilling off, records are dropped without allocating") {
+  strata_test::temp_dir dir;
+  auto config = strata_test::config_in(dir);
+  config.memory_limit = std::size_t{1} << 16;  // one block besides the thread's current one
+  config.spill = false;
+  strata::profiler prof(config);
+  const strata::site* interned = dynamic_site();
+  prof.start();
+  hot_loop(1000, interned);  // 6000 records: two blocks kept, the rest dropped
+  const std::size_t start = allocations.load();
+  hot_loop(20000, interned);
+  CHECK(allocations.load() - start == 0);
+  prof.stop();
+  CHECK(prof.data().recorded() == 2 * 2048);
+  CHECK(prof.data().lost() == 21000 * 6 - 2 * 2048);
 }
 
 TEST_CASE("the counter sees allocations, so the test above can fail") {

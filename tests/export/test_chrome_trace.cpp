@@ -208,11 +208,13 @@ TEST_CASE("chrome trace: a recorded session") {
 
 TEST_CASE("chrome trace: lost records show as an instant on the thread's track") {
   strata_test::temp_dir dir("trace-lost");
-  SUBCASE("drop_newest: capacity 4, 10 instants, 6 lost") {
-    auto config = strata_test::config_in(dir, 4, strata::overflow_policy::drop_newest);
+  SUBCASE("drop_newest past the memory limit, spilling off: two blocks kept, 6 lost") {
+    auto config = strata_test::config_in(dir);
+    config.memory_limit = std::size_t{1} << 16;  // one block besides the thread's current one
+    config.spill = false;
     strata::profiler prof(config);
     prof.start();
-    for (int i = 0; i < 10; ++i) STRATA_INSTANT("flood");
+    for (int i = 0; i < 2 * 2048 + 6; ++i) STRATA_INSTANT("flood");
     prof.stop();
     prof.export_chrome_trace();
     const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
@@ -222,8 +224,8 @@ TEST_CASE("chrome trace: lost records show as an instant on the thread's track")
                          std::to_string(::getpid()) + ",\"tid\":" + std::to_string(strata_test::os_tid()) +
                          ",\"ts\":" + us(prof.data().clock.to_ns(prof.data().stop_ticks)) +
                          R"(,"args":{"lost":6}})");
-    CHECK(lines_with(text, "\"name\":\"flood\"").size() == 4);
-    CHECK(text.find("\"recorded\":4,\"dropped\":6,") != std::string::npos);
+    CHECK(lines_with(text, "\"name\":\"flood\"").size() == 2 * 2048);
+    CHECK(text.find("\"recorded\":4096,\"dropped\":6,") != std::string::npos);
   }
   SUBCASE("overwrite_oldest: capacity 4, 10 instants, 3 kept, 7 lost") {
     auto config = strata_test::config_in(dir, 4, strata::overflow_policy::overwrite_oldest);

@@ -45,6 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const strata::error&) {
     std::abort();
   }
-  if (config->drain_interval.count() < 0) std::abort();
+  if (config->memory_limit < strata::min_memory_limit) std::abort();
   return 0;
 }

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <string>
 
-#include "strata/core/interval.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/overflow_policy.hpp"
 #include "strata/core/schedule.hpp"
@@ -21,7 +20,7 @@ class profiler;
 /// **Example**
 /// ```cpp
 /// strata::profiler prof({.output_dir = "out", .layers = {strata::layer::framework},
-///                        .buffer_capacity = 1 << 20});
+///                        .memory_limit = 512 << 20});
 /// ```
 struct profiler_config {
   /// Where traces go; created if missing, and must be writable. (A string, not a
@@ -30,19 +29,25 @@ struct profiler_config {
   /// The captured layers (torch.profiler's activities). A scope of another layer costs one
   /// branch.
   layer_set layers = layer_set::all();
-  /// Records per thread per session: a power of two. 32 bytes each.
+  /// Flight recorder (`overwrite_oldest`): records each thread keeps, a power of two, 32 bytes
+  /// each. A lossless session does not use it.
   std::size_t buffer_capacity = std::size_t{1} << 16;
-  /// What a full thread buffer does with the next record.
+  /// What happens to records past what the session may hold. `drop_newest` (the default): a
+  /// lossless session, each thread recording into 64 KiB blocks handed to the session without a
+  /// copy, bounded by `memory_limit` and spilled to disk past it; records are dropped (the
+  /// newest, and counted) only when the limit is reached and spilling is off or has failed.
+  /// `overwrite_oldest`: a flight recorder, each thread keeping its newest `buffer_capacity`
+  /// records in constant memory.
   overflow_policy overflow = overflow_policy::drop_newest;
-  /// How often a background thread moves records out of every thread's buffer while a session
-  /// records; 0 (the default): only stop() and stats() do. With it, a buffer only has to hold
-  /// what its thread records in one interval, so long sessions lose nothing (see
-  /// `max_session_records` for the memory this then takes). Must not be negative.
-  interval drain_interval{};
-  /// The most records of threads a session keeps once drained out of the buffers; 0 (the
-  /// default): unlimited. Memory is then bounded by `buffer_capacity` x threads + this, 32
-  /// bytes a record; records past it are dropped (the newest) and counted as lost.
-  std::size_t max_session_records = 0;
+  /// Lossless sessions: bytes of records the session holds in memory besides each recording
+  /// thread's current 64 KiB block (so its peak is about this plus one block per thread). Past
+  /// it, full blocks go to a spill file in `output_dir` (see `spill`). At least 64 KiB.
+  std::size_t memory_limit = std::size_t{256} << 20;
+  /// Lossless sessions: past `memory_limit`, write full blocks to a spill file in `output_dir`
+  /// (read back when the session is collected, then removed) instead of dropping the newest
+  /// records. A failed spill write is reported once on stderr and in `stats()`; recording goes
+  /// on in memory up to the limit.
+  bool spill = true;
   /// The process name shown in traces; empty: the program's name.
   std::string process_name = {};
   // The device-side settings below (capture_cores, correlate_device_time, record_shapes,
@@ -75,6 +80,8 @@ struct profiler_config {
 
 /// The largest accepted `buffer_capacity`: 2^26 records, 2 GiB per thread.
 inline constexpr std::size_t max_buffer_capacity = std::size_t{1} << 26;
+/// The smallest accepted `memory_limit`: one 64 KiB block.
+inline constexpr std::size_t min_memory_limit = std::size_t{1} << 16;
 
 }  // namespace v1
 }  // namespace strata

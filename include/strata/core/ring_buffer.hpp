@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "strata/core/bound_cursor.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/overflow_policy.hpp"
 #include "strata/core/record.hpp"
@@ -50,8 +51,8 @@ class ring_buffer {
   /// `capacity` must be a non-zero power of two (the profiler checks it with a clear message).
   ring_buffer(std::size_t capacity, overflow_policy policy)
       : slots_(std::make_unique<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {
-    own_cursor_.store_next(slots_.get());
-    own_cursor_.limit = slots_.get();  // the first push finds its room in push_slow
+    cursor_.own().store_next(slots_.get());
+    cursor_.own().limit = slots_.get();  // the first push finds its room in push_slow
   }
 
   ring_buffer(const ring_buffer&) = delete;
@@ -111,22 +112,11 @@ class ring_buffer {
 
   /// Producer's thread only, with whatever lock orders it with the consumer: from now on the
   /// producer writes through `c` (a thread-local cursor), which takes over the position.
-  void bind(producer_cursor& c) noexcept {
-    c.store_next(cursor_->load_next());
-    c.limit = cursor_->limit;
-    cursor_ = &c;
-  }
+  void bind(producer_cursor& c) noexcept { cursor_.bind(c); }
 
   /// Undoes `bind`: the ring keeps the position in its own cursor again, and the outside cursor
   /// is left at its limit (nullptr), so that a push through it goes to the slow path.
-  void unbind() noexcept {
-    if (cursor_ == &own_cursor_) return;
-    own_cursor_.store_next(cursor_->load_next());
-    own_cursor_.limit = cursor_->limit;
-    cursor_->store_next(nullptr);
-    cursor_->limit = nullptr;
-    cursor_ = &own_cursor_;
-  }
+  void unbind() noexcept { cursor_.unbind(); }
 
   /// Consumer only. Appends every record available now to `out`, oldest first, and reports how
   /// many were lost (dropped by the producer or overwritten before this drain could copy them).
@@ -201,8 +191,7 @@ class ring_buffer {
   }
 
   // Producer's cache line: its cursor when not bound, the laps and the drop count.
-  alignas(64) producer_cursor own_cursor_;
-  producer_cursor* cursor_ = &own_cursor_;
+  alignas(64) detail::bound_cursor cursor_;
   std::atomic<std::uint64_t> laps_{0};     // written by the producer only (in push_slow)
   std::atomic<std::uint64_t> seq_{0};      // odd while the producer wraps
   std::atomic<std::uint64_t> dropped_{0};  // written by the producer only, so no RMW needed

@@ -39,7 +39,13 @@ inline void collect_session(trace_data& out) {
     t.pid = info.pid;
     t.process_name = info.process_name;
     t.timestamps_in_ns = info.timestamps_in_ns;
-    t.records = b.drained.take();
+    if (b.chain) {
+      t.records.reserve(static_cast<std::size_t>(b.chain->size()));
+      if (!b.chain->read(t.records)) out.spill_error = "the spill file could not be read back";
+      b.chain->discard();  // the blocks go now, not when the thread next records
+    } else {
+      t.records = b.drained.take();
+    }
     // A scope opened in an earlier session and closed in this one landed in this session's
     // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
     // recorded), so it is left out rather than shown starting before this session did.
@@ -48,10 +54,20 @@ inline void collect_session(trace_data& out) {
       std::erase_if(t.records, [&](const record& r) {
         return r.kind() == record_kind::scope && r.begin < out.start_ticks;
       });
-    t.lost = b.lost;
+    t.lost = b.lost_so_far();
     std::stable_sort(t.records.begin(), t.records.end(), record_order);
     out.threads.push_back(std::move(t));
   });
+  if (std::shared_ptr<block_store> store = registry::instance().store()) {
+    const block_store_stats s = store->stats();
+    out.spilled = s.spilled_records;
+    out.spill_bytes = s.spill_bytes;
+    out.peak_memory = s.peak_bytes;
+    out.memory_waits = s.waits;
+    if (out.spill_error.empty()) out.spill_error = s.spill_error;
+    store->remove_spill_file();
+    store->release_free_blocks();
+  }
   // Host threads first, then each device's tracks.
   std::sort(out.threads.begin(), out.threads.end(), [](const thread_track& a, const thread_track& b) {
     if (a.pid != b.pid) return a.pid < b.pid;

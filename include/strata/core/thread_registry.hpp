@@ -1,7 +1,10 @@
 // strata/core/thread_registry.hpp: which threads record, into which buffers, for which session.
 //
-// Every recording thread owns one ring buffer per session. A thread gets its buffer on its
-// first record after a session starts (the cold path below). From then on the hot path tests
+// Every recording thread owns one buffer per session: a chain of blocks taken from the session's
+// store (block_chain.hpp; lossless, bounded by the session's memory limit and spilled past it),
+// or, for a flight recorder (overwrite_oldest), a ring that keeps the newest records
+// (ring_buffer.hpp). A thread gets its buffer on its first record after a session starts (the
+// cold path below). From then on the hot path tests
 // one thread-local word, the thread's *gate* (which layers it records straight into its ring),
 // and writes through its thread-local cursor: no global is read while a session records. The
 // registry closes every gate when the session ends; a closed gate sends the thread to the
@@ -32,6 +35,8 @@
 #include <utility>
 #include <vector>
 
+#include "strata/core/block_chain.hpp"
+#include "strata/core/block_store.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/config.hpp"
@@ -74,29 +79,57 @@ struct thread_info {
 /// What a session records, as the registry applies it.
 struct session_settings {
   layer_set layers = layer_set::all();
-  std::size_t buffer_capacity = 1024;
+  std::size_t buffer_capacity = 1024;   ///< overwrite_oldest: records per thread's ring
   overflow_policy overflow = overflow_policy::drop_newest;
   bool record_args = false;             ///< scopes that carry arguments record them
   core_set cores = core_set::all();     ///< device cores whose records are taken
   std::size_t max_events_per_core = 0;  ///< device records kept per core; 0: unlimited
-  std::size_t max_records = 0;          ///< thread records kept once drained; 0: unlimited
+  block_store_settings blocks = {};     ///< drop_newest: the memory limit and spilling
 };
 
-/// One thread's buffer for one session, plus what the consumer has drained out of it so far.
+/// One thread's buffer for one session: a chain of blocks from the session's `store`, or
+/// without a store a ring of `capacity` records, plus what the consumer has drained out of the
+/// ring so far.
 struct thread_buffer {
   thread_buffer(std::shared_ptr<thread_info> owner, std::uint32_t session_epoch,
-                std::size_t capacity, overflow_policy policy)
-      : ring(capacity, policy), info(std::move(owner)), epoch(session_epoch) {}
+                std::size_t capacity, overflow_policy policy, std::shared_ptr<block_store> store)
+      : info(std::move(owner)), epoch(session_epoch) {
+    if (store)
+      chain = std::make_unique<block_chain>(std::move(store), info->order);
+    else
+      ring = std::make_unique<ring_buffer>(capacity, policy);
+  }
 
-  ring_buffer ring;
+  /// Producer's cold path: the cursor is at its limit.
+  bool push_slow(const record& r) noexcept { return chain ? chain->push_slow(r) : ring->push_slow(r); }
+  /// Producer's thread, registry's lock held.
+  void bind(producer_cursor& c) noexcept {
+    if (chain)
+      chain->bind(c);
+    else
+      ring->bind(c);
+  }
+  void unbind() noexcept {
+    if (chain)
+      chain->unbind();
+    else
+      ring->unbind();
+  }
+
+  std::unique_ptr<block_chain> chain;  // lossless sessions
+  std::unique_ptr<ring_buffer> ring;   // flight recorders (and device tracks, which leave it empty)
   std::shared_ptr<thread_info> info;
   std::uint32_t epoch;
   // The owner's gate while this is its current buffer (null otherwise); guarded by the
   // registry's mutex, which the owner holds when it binds or unbinds.
   std::uint32_t* gate = nullptr;
-  // Consumer side, guarded by the registry's mutex.
+  // Consumer side of a ring, guarded by the registry's mutex.
   drained_records drained;
   std::uint64_t lost = 0;
+
+  /// Consumer, registry's lock held: records taken so far, and lost so far.
+  std::uint64_t recorded() const { return chain ? chain->size() : drained.size(); }
+  std::uint64_t lost_so_far() const noexcept { return chain ? chain->dropped() : lost; }
 };
 
 // The calling thread's cold-path state (the hot path's gate and cursor are in
@@ -116,9 +149,10 @@ class registry {
     return *r;
   }
 
-  /// Starts a session: later records go into fresh buffers of `settings.buffer_capacity`
-  /// records each. Returns the new epoch. Buffers of earlier sessions are released here (their
-  /// owners may still hold them until their next record or their exit).
+  /// Starts a session: later records go into fresh buffers (block chains from a new store, or
+  /// rings of `settings.buffer_capacity` records for a flight recorder). Returns the new epoch.
+  /// Buffers of earlier sessions are released here (their owners may still hold them until
+  /// their next record or their exit).
   std::uint32_t begin_session(const session_settings& settings) {
     std::lock_guard lock(mutex_);
     close_gates_locked();
@@ -126,7 +160,13 @@ class registry {
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
     settings_ = settings;
     buffers_.clear();
-    drained_records_ = 0;
+    store_.reset();
+    if (settings.overflow == overflow_policy::drop_newest) {
+      block_store_settings blocks = settings.blocks;
+      blocks.session = epoch_;
+      store_ = std::make_shared<block_store>(std::move(blocks));
+      store_->start_writer();
+    }
     device_tracks_.clear();
     device_counts_.clear();
     __atomic_store_n(&state,
@@ -136,29 +176,34 @@ class registry {
     return epoch_;
   }
 
-  /// Stops taking records: the hot path sees no captured layer from now on.
+  /// Stops taking records: the hot path sees no captured layer from now on, and the store's
+  /// writer stops (a thread waiting for a block at the memory limit drops instead).
   void end_session() noexcept {
-    std::lock_guard lock(mutex_);
-    __atomic_store_n(&state, epoch_ << epoch_shift, __ATOMIC_RELEASE);
-    close_gates_locked();
+    std::shared_ptr<block_store> store;
+    {
+      std::lock_guard lock(mutex_);
+      __atomic_store_n(&state, epoch_ << epoch_shift, __ATOMIC_RELEASE);
+      close_gates_locked();
+      store = store_;
+    }
+    if (store) store->stop_writer();
   }
 
-  /// Moves every record available now out of every buffer of the current session into the
-  /// buffers' drained lists. Safe while threads record.
-  void drain_all() {
-    std::lock_guard lock(mutex_);
-    for (auto& b : buffers_) drain_locked(*b);
-  }
-
-  /// Calls `f(const thread_buffer&, const thread_info&)` for each buffer of the session, under
-  /// the registry's lock, after a final drain.
+  /// Calls `f(thread_buffer&, const thread_info&)` for each buffer of the session, under the
+  /// registry's lock; a ring is drained first (a chain is read by `f` itself).
   template <class F>
   void for_each_buffer(F&& f) {
     std::lock_guard lock(mutex_);
     for (auto& b : buffers_) {
-      drain_locked(*b);
+      if (b->ring) drain_locked(*b);
       f(*b, *b->info);
     }
+  }
+
+  /// The current session's block store (null for a flight recorder or before any session).
+  std::shared_ptr<block_store> store() {
+    std::lock_guard lock(mutex_);
+    return store_;
   }
 
   /// Cold path of the first record of a thread in a session. Returns false when the thread can
@@ -175,11 +220,11 @@ class registry {
         guard.info->name = os_thread_name();
       }
       auto fresh = std::make_shared<thread_buffer>(guard.info, epoch_, settings_.buffer_capacity,
-                                                   settings_.overflow);
+                                                   settings_.overflow, store_);
       buffers_.push_back(fresh);
       if (guard.current) detach_locked(*guard.current);
       guard.current = std::move(fresh);
-      guard.current->ring.bind(tl_cursor);
+      guard.current->bind(tl_cursor);
       guard.current->gate = &tl_gate;
       // The gate opens only for a session still running (it may have ended since the caller
       // read the state word) whose clock is the one the fast path reads.
@@ -222,7 +267,8 @@ class registry {
       info->process_name = std::string(process_name);
       info->timestamps_in_ns = true;
       // The ring stays unused (records go straight to the drained list): keep it minimal.
-      auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow);
+      auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow,
+                                                    nullptr);
       track = buffer.get();
       buffers_.push_back(std::move(buffer));
     }
@@ -262,7 +308,10 @@ class registry {
       tl_exited = true;
       if (info) {
         std::lock_guard lock(registry::instance().mutex_);
-        if (current) detach_locked(*current);
+        if (current) {
+          detach_locked(*current);
+          if (current->chain) current->chain->retire();
+        }
         info->exited = true;
       }
       __atomic_store_n(&tl_gate, 0u, __ATOMIC_RELAXED);
@@ -291,26 +340,15 @@ class registry {
   // it, or the thread exits). The ring keeps its position; the thread-local cursor and gate are
   // no longer reachable through it.
   static void detach_locked(thread_buffer& b) noexcept {
-    b.ring.unbind();
+    b.unbind();
     if (b.gate != nullptr) __atomic_store_n(b.gate, 0u, __ATOMIC_RELAXED);
     b.gate = nullptr;
   }
 
+  // A flight recorder's ring: what it holds now moves to the buffer's drained list.
   void drain_locked(thread_buffer& b) {
-    std::vector<record>& out = b.drained.room_for(b.ring.capacity());
-    const std::size_t before = out.size();
-    const drain_result r = b.ring.drain(out);
-    b.lost += r.lost;
-    if (settings_.max_records != 0) {
-      // Past the session's limit, the newest records are dropped, and counted.
-      const std::size_t room = settings_.max_records - std::min(drained_records_, settings_.max_records);
-      const std::size_t taken = out.size() - before;
-      if (taken > room) {
-        out.resize(before + room);
-        b.lost += taken - room;
-      }
-      drained_records_ += std::min(taken, room);
-    }
+    std::vector<record>& out = b.drained.room_for(b.ring->capacity());
+    b.lost += b.ring->drain(out).lost;
   }
 
   std::mutex mutex_;
@@ -318,7 +356,7 @@ class registry {
   std::uint32_t epoch_ = 0;
   std::uint32_t next_order_ = 0;
   session_settings settings_;
-  std::size_t drained_records_ = 0;  // thread records drained this session (max_records)
+  std::shared_ptr<block_store> store_;  // the current session's, for a lossless session
   // Device tracks of the current session by (pid, tid), and device records taken per pid.
   std::map<std::pair<std::uint64_t, std::uint64_t>, thread_buffer*> device_tracks_;
   std::map<std::uint64_t, std::size_t> device_counts_;
@@ -342,7 +380,7 @@ inline bool prepare_to_record_cold(layer l) noexcept {
 inline bool push_slow_cold(std::uint64_t begin, std::uint64_t end, const site* where,
                            std::uint64_t payload) noexcept {
   thread_buffer* b = tl_buffer;
-  return b != nullptr && b->ring.push_slow(record{begin, end, where, payload});
+  return b != nullptr && b->push_slow(record{begin, end, where, payload});
 }
 
 }  // namespace detail

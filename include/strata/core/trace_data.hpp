@@ -41,6 +41,13 @@ struct trace_data {
   overflow_policy overflow = overflow_policy::drop_newest;
   std::uint64_t start_ticks = 0;
   std::uint64_t stop_ticks = 0;
+  // A lossless session's memory (drop_newest; all 0 for a flight recorder).
+  std::size_t memory_limit = 0;      ///< profiler_config::memory_limit
+  std::uint64_t spilled = 0;         ///< records that went through the spill file
+  std::uint64_t spill_bytes = 0;     ///< the spill file's size when the session was collected
+  std::uint64_t peak_memory = 0;     ///< most bytes of record blocks held at once
+  std::uint64_t memory_waits = 0;    ///< times a thread waited at the limit for a block
+  std::string spill_error;           ///< why spilling stopped, if it did
 
   /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
   std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {

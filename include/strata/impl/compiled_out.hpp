@@ -58,8 +58,11 @@ export_result profiler::export_window_trace() { return {}; }
 const std::vector<std::string>& profiler::trace_files() const noexcept {
   return session_->files;
 }
-profiler_stats profiler::stats() const { return {.compiled_out = true}; }
-std::uint64_t profiler::background_drains() const noexcept { return 0; }
+profiler_stats profiler::stats() const {
+  profiler_stats s;
+  s.compiled_out = true;
+  return s;
+}
 const trace_data& profiler::data() const noexcept { return session_->data; }
 const profiler_config& profiler::config() const noexcept { return session_->config; }
 const core_set& profiler::capture_cores() const noexcept { return session_->cores; }

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "strata/analysis/key_averages.hpp"
-#include "strata/core/background_drain.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
 #include "strata/core/error.hpp"
@@ -91,10 +90,10 @@ struct profiler::session {
       throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
                   "records per thread; got " + std::to_string(config_.buffer_capacity) +
                   (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
-    if (config_.drain_interval.count() < 0)
-      throw error("profiler_config::drain_interval is negative (" +
-                  std::to_string(config_.drain_interval.count()) +
-                  " us); use 0 for no background drain");
+    if (config_.memory_limit < min_memory_limit)
+      throw error("profiler_config::memory_limit " + std::to_string(config_.memory_limit) +
+                  " bytes is below one 64 KiB block; use at least " +
+                  std::to_string(min_memory_limit) + " (the default is 256 MiB)");
     if (config_.layers.empty())
       throw error("profiler_config::layers is empty, so nothing would be recorded; "
                   "capture at least one layer");
@@ -236,23 +235,32 @@ struct profiler::session {
   profiler_stats stats() const {
     profiler_stats s;
     if (recording_) {
-      detail::registry::instance().for_each_buffer(
-          [&](detail::thread_buffer& b, const detail::thread_info&) {
-            s.recorded += b.drained.size();
-            s.dropped += b.lost;
-            ++s.threads;
-          });
+      auto& reg = detail::registry::instance();
+      reg.for_each_buffer([&](detail::thread_buffer& b, const detail::thread_info&) {
+        s.recorded += b.recorded();
+        s.dropped += b.lost_so_far();
+        ++s.threads;
+      });
+      if (auto store = reg.store()) {
+        const detail::block_store_stats m = store->stats();
+        s.spilled = m.spilled_records;
+        s.spill_bytes = m.spill_bytes;
+        s.peak_memory = m.peak_bytes;
+        s.memory_waits = m.waits;
+        s.spill_error = m.spill_error;
+      }
       return s;
     }
     s.recorded = data_.recorded();
     s.dropped = data_.lost();
     s.threads = data_.threads.size();
+    s.spilled = data_.spilled;
+    s.spill_bytes = data_.spill_bytes;
+    s.peak_memory = data_.peak_memory;
+    s.memory_waits = data_.memory_waits;
+    s.spill_error = data_.spill_error;
     return s;
   }
-
-  /// Passes the background drain (`profiler_config::drain_interval`) has completed so far,
-  /// over all sessions of this profiler. Reading it drains nothing.
-  std::uint64_t background_drains() const noexcept { return drain_.passes(); }
 
   /// What the last collected window (the whole session without a schedule) captured.
   const trace_data& data() const noexcept { return data_; }
@@ -297,6 +305,7 @@ struct profiler::session {
     data_.layers = config_.layers;
     data_.buffer_capacity = config_.buffer_capacity;
     data_.overflow = config_.overflow;
+    if (config_.overflow == overflow_policy::drop_newest) data_.memory_limit = config_.memory_limit;
     data_.clock = clock_calibration::begin();
     data_.start_ticks = clock::now();
     window_ = {step_num_, step_num_};
@@ -307,15 +316,16 @@ struct profiler::session {
                                                 .record_args = config_.record_shapes,
                                                 .cores = cores_,
                                                 .max_events_per_core = config_.max_events_per_core,
-                                                .max_records = config_.max_session_records});
-    drain_.start(std::chrono::microseconds(config_.drain_interval.count()));
+                                                .blocks = {.memory_limit = config_.memory_limit,
+                                                           .spill = config_.spill,
+                                                           .spill_dir = config_.output_dir,
+                                                           .pid = data_.pid}});
   }
 
   void end_window() {
     auto& reg = detail::registry::instance();
     reg.end_session();
     data_.stop_ticks = clock::now();
-    drain_.stop();
     recording_ = false;
     detail::collect_session(data_);
     data_.clock.finish();
@@ -367,8 +377,6 @@ struct profiler::session {
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;
-  // Last, so that it is destroyed (its thread joined) first.
-  detail::background_drain drain_;
 };
 
 
@@ -413,7 +421,6 @@ const std::vector<std::string>& profiler::trace_files() const noexcept {
   return session_->trace_files();
 }
 profiler_stats profiler::stats() const { return session_->stats(); }
-std::uint64_t profiler::background_drains() const noexcept { return session_->background_drains(); }
 const trace_data& profiler::data() const noexcept { return session_->data(); }
 const profiler_config& profiler::config() const noexcept { return session_->config(); }
 const core_set& profiler::capture_cores() const noexcept { return session_->capture_cores(); }

@@ -1,0 +1,352 @@
+// strata/core/block_store.hpp: a session's blocks, its memory limit and its spill writer.
+//
+// Every recording thread of a lossless session (overflow_policy::drop_newest) fills blocks
+// (record_block.hpp) taken from the session's store and hands the full ones back, pointer and
+// all: nothing is copied while the session runs. The store bounds the memory this takes:
+//
+//   * `memory_limit` bounds the blocks held besides each thread's current one (full blocks
+//     still in memory, and free blocks ready to be taken), so a session's peak is about the
+//     limit plus one block per recording thread, whatever its length. A thread that hands a
+//     block off takes the next only while the full blocks in memory are within the limit, so
+//     what a session keeps with spilling off is exact: the limit's worth of blocks, plus each
+//     thread's current one;
+//   * past the limit, the store's writer thread appends the oldest full blocks to a spill file
+//     in the output directory and recycles them; the session reads them back when it collects;
+//   * the writer also allocates (and touches) free blocks ahead of demand, so a thread taking a
+//     block normally finds one ready. Without one, a thread allocates its own while the limit
+//     allows; at the limit it waits for the writer to free one (counted as a wait), or, with
+//     spilling off or failed, drops its newest records (counted as lost).
+//
+// A failed spill write (disk full, directory removed) is reported once on stderr and in the
+// stats; blocks already spilled stay readable, and recording goes on in memory up to the limit.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/core/record.hpp"
+#include "strata/core/record_block.hpp"
+#include "strata/core/spill_file.hpp"
+
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// Where one handed-off block's records are: in memory, being written, or in the spill file.
+struct block_entry {
+  enum class place : std::uint8_t { memory, spilling, spilled, copied };
+  record_block* block = nullptr;  ///< memory and spilling: the block
+  std::vector<record> copy;       ///< copied: the records of a part-filled block, exactly sized
+  std::uint64_t offset = 0;       ///< spilled: where its records start in the spill file
+  std::uint32_t count = 0;        ///< records in it
+  std::uint32_t thread = 0;       ///< the recording thread's registration order
+  place where = place::memory;
+};
+
+/// What a store reports.
+struct block_store_stats {
+  std::uint64_t spilled_records = 0;
+  std::uint64_t spill_bytes = 0;
+  std::uint64_t peak_bytes = 0;   ///< most bytes of blocks allocated at once
+  std::uint64_t waits = 0;        ///< times a thread waited for the writer at the limit
+  std::string spill_error;        ///< the first failed spill write, if any
+};
+
+/// Settings of a store (from profiler_config).
+struct block_store_settings {
+  std::size_t memory_limit = std::size_t{256} << 20;
+  bool spill = true;
+  std::string spill_dir;       ///< where the spill file goes
+  std::uint64_t pid = 0;
+  std::uint32_t session = 0;   ///< the session's epoch, for the spill file's name
+};
+
+class block_store {
+ public:
+  explicit block_store(block_store_settings settings)
+      : settings_(std::move(settings)),
+        max_blocks_(std::max<std::size_t>(settings_.memory_limit / block_bytes, 1)),
+        reserve_(std::clamp<std::size_t>(max_blocks_ / 8, 1, 64)) {
+    // The first blocks, on the thread that starts the session: a thread's first scope finds its
+    // block ready.
+    std::lock_guard lock(mutex_);
+    while (free_.size() < reserve_ && full_ + free_.size() < max_blocks_) {
+      record_block* b = allocate_block();
+      if (b == nullptr) break;
+      ++allocated_;
+      free_.push_back(b);
+    }
+    note_peak_locked();
+  }
+
+  block_store(const block_store&) = delete;
+  block_store& operator=(const block_store&) = delete;
+
+  ~block_store() {
+    stop_writer();
+    for (record_block* b : free_) free_block(b);
+  }
+
+  /// Starts the writer thread (allocation ahead of demand, spilling).
+  void start_writer() {
+    if (writer_.joinable()) return;
+    writer_ = std::thread([this] { run_writer(); });
+  }
+
+  /// Stops and joins the writer; threads waiting for a block stop waiting (and drop).
+  void stop_writer() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    work_.notify_all();
+    freed_.notify_all();
+    if (writer_.joinable()) writer_.join();
+  }
+
+  /// For tests: while paused, the writer neither allocates nor spills.
+  void pause_writer(bool paused) {
+    {
+      std::lock_guard lock(mutex_);
+      paused_ = paused;
+    }
+    work_.notify_all();
+  }
+
+  std::mutex& mutex() noexcept { return mutex_; }
+
+  /// A recording thread's cold path, with `lock` held on mutex(): a block for the thread that
+  /// has none now (`first`: its first in this session, always granted while memory lasts).
+  /// Waits (releasing the lock) for the writer when the limit is reached and spilling works;
+  /// returns nullptr when the thread must drop instead.
+  record_block* take_locked(std::unique_lock<std::mutex>& lock, bool first) {
+    bool waited = false;
+    for (;;) {
+      if (first || full_ <= max_blocks_) {
+        record_block* b = nullptr;
+        if (!free_.empty()) {
+          b = free_.back();
+          free_.pop_back();
+        } else {
+          b = allocate_block();  // the writer is behind: the thread allocates its own
+          if (b == nullptr) return nullptr;
+          ++allocated_;
+          note_peak_locked();
+        }
+        ++current_;
+        work_.notify_one();  // the writer tops the reserve up
+        return b;
+      }
+      if (!settings_.spill || failed_ || closing_) return nullptr;
+      if (!waited) ++stats_.waits;
+      waited = true;
+      work_.notify_one();
+      freed_.wait(lock);
+    }
+  }
+
+  /// With the lock held: the thread's full (or, at its exit, part-filled) block moves to its
+  /// chain as `entry`; the writer may spill it once the limit is near.
+  void hand_off_locked(block_entry& entry) {
+    --current_;
+    ++full_;
+    fifo_.push_back(&entry);
+    work_.notify_one();
+  }
+
+  /// With the lock held: a block no longer needed (a thread's current block when it exits, after
+  /// its records were copied out) goes back to the free list.
+  void give_back_locked(record_block* b) {
+    --current_;
+    if (full_ + free_.size() < max_blocks_) {
+      free_.push_back(b);
+      freed_.notify_all();
+    } else {
+      free_block(b);
+      --allocated_;
+    }
+  }
+
+  /// With the lock held: forgets `entry` (its chain is being collected or destroyed), freeing its
+  /// block. An entry being spilled keeps its block until the writer is done (it is stopped before
+  /// a session is collected, so this only happens for a store being torn down).
+  void forget_locked(block_entry& entry) {
+    if (entry.where == block_entry::place::memory) {
+      fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), &entry), fifo_.end());
+      free_block(entry.block);
+      --allocated_;
+      --full_;
+      entry.block = nullptr;
+    }
+  }
+
+  /// With the lock held: releases a current block of a chain being destroyed.
+  void release_current_locked(record_block* b) {
+    free_block(b);
+    --allocated_;
+    --current_;
+  }
+
+  /// Appends `entry`'s records to `out`; false if its spilled records cannot be read back.
+  bool read_locked(const block_entry& entry, std::vector<record>& out) const {
+    switch (entry.where) {
+      case block_entry::place::memory:
+      case block_entry::place::spilling:
+        out.insert(out.end(), entry.block->records, entry.block->records + entry.count);
+        return true;
+      case block_entry::place::copied:
+        out.insert(out.end(), entry.copy.begin(), entry.copy.end());
+        return true;
+      case block_entry::place::spilled:
+        return spill_.read(entry.offset, entry.count, out);
+    }
+    return false;
+  }
+
+  block_store_stats stats() {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+  /// Stops the writer, then closes and deletes the spill file (once the session's records are
+  /// collected).
+  void remove_spill_file() {
+    stop_writer();
+    std::lock_guard lock(mutex_);
+    spill_.remove();
+  }
+
+  /// Frees the free list (the session is collected; nothing more is recorded into it).
+  void release_free_blocks() {
+    std::lock_guard lock(mutex_);
+    for (record_block* b : free_) free_block(b);
+    allocated_ -= free_.size();
+    free_.clear();
+  }
+
+  std::size_t max_blocks() const noexcept { return max_blocks_; }
+
+ private:
+  void note_peak_locked() noexcept {
+    stats_.peak_bytes = std::max<std::uint64_t>(stats_.peak_bytes, std::uint64_t{allocated_} * block_bytes);
+  }
+
+  // What the writer should do now: allocate a free block, spill the oldest full one, or nothing.
+  enum class job { none, allocate, spill };
+  job next_job_locked() const noexcept {
+    if (paused_) return job::none;
+    const bool can_spill = settings_.spill && !failed_ && !fifo_.empty();
+    if (full_ > max_blocks_ && can_spill) return job::spill;  // a thread is waiting for it
+    if (free_.size() >= reserve_) return job::none;
+    if (full_ + free_.size() < max_blocks_) return job::allocate;
+    return can_spill ? job::spill : job::none;
+  }
+
+  void run_writer() {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), "strata writer");
+#endif
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [&] { return closing_ || next_job_locked() != job::none; });
+      if (closing_) return;
+      if (next_job_locked() == job::allocate) {
+        lock.unlock();
+        record_block* b = allocate_block();  // pages touched here, not on a recording thread
+        lock.lock();
+        if (b == nullptr) {
+          failed_allocation_locked();
+          continue;
+        }
+        ++allocated_;
+        free_.push_back(b);
+        note_peak_locked();
+        freed_.notify_all();
+        continue;
+      }
+      block_entry* e = fifo_.front();
+      fifo_.pop_front();
+      e->where = block_entry::place::spilling;
+      lock.unlock();
+      std::string error = spill(*e);
+      lock.lock();
+      if (!error.empty()) {
+        e->where = block_entry::place::memory;  // stays readable where it is
+        fifo_.push_front(e);
+        failed_ = true;
+        stats_.spill_error = error;
+        std::fprintf(stderr, "strata: %s; recording goes on in memory up to memory_limit\n",
+                     error.c_str());
+        freed_.notify_all();  // waiting threads now drop instead
+        continue;
+      }
+      free_.push_back(e->block);
+      --full_;
+      e->block = nullptr;
+      e->where = block_entry::place::spilled;
+      stats_.spilled_records += e->count;
+      stats_.spill_bytes = spill_size_;
+      freed_.notify_all();
+    }
+  }
+
+  void failed_allocation_locked() {
+    // Out of memory: behave as at the limit (spill if possible, else threads drop).
+    max_blocks_ = std::max<std::size_t>(full_ + free_.size(), 1);
+  }
+
+  // Off the lock: the writer owns the spill file's appends; the entry's block is not recycled
+  // while it is being spilled.
+  std::string spill(block_entry& e) {
+    if (!spill_.open()) {
+      const std::string path = settings_.spill_dir + "/.strata-spill-" +
+                               std::to_string(settings_.pid) + "-" +
+                               std::to_string(settings_.session) + ".bin";
+      if (std::string error = spill_.create(path, settings_.pid); !error.empty()) return error;
+    }
+    std::uint64_t offset = 0;
+    std::string error = spill_.append(e.thread, e.block->records, e.count, offset);
+    if (error.empty()) e.offset = offset;
+    spill_size_ = spill_.size();  // published to stats() under the lock, by the caller
+    return error;
+  }
+
+  block_store_settings settings_;
+  std::size_t max_blocks_;
+  const std::size_t reserve_;
+
+  std::mutex mutex_;
+  std::condition_variable work_;   // the writer waits for something to do
+  // Threads at the limit wait for a free block. Notified with notify_all: a block freed while
+  // the full blocks are still past the limit wakes a waiter that must wait again, and a single
+  // notification would leave another waiter asleep once they no longer are.
+  std::condition_variable freed_;
+  std::vector<record_block*> free_;
+  std::deque<block_entry*> fifo_;  // full blocks in memory, oldest first: the next to spill
+  std::size_t allocated_ = 0;
+  std::size_t current_ = 0;        // blocks that are some thread's current block
+  std::size_t full_ = 0;           // full blocks in memory (spilling ones included)
+  bool paused_ = false;
+  bool failed_ = false;            // a spill write failed: no more spilling this session
+  bool closing_ = false;
+  block_store_stats stats_;
+  spill_file spill_;               // appended by the writer, read by the collector
+  std::uint64_t spill_size_ = 0;   // the writer's own copy of spill_.size()
+  std::thread writer_;
+};
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,50 @@
+// strata/core/record_block.hpp: the fixed-size block a thread records into.
+//
+// A session hands each recording thread 64 KiB blocks of records. A thread fills its block
+// through its cursor (the hot path is unchanged: a compare with the block's end), then hands the
+// full block itself back to the session and takes a fresh one on its cold path: no record is
+// copied while the session runs. Blocks are allocated, and their pages touched, by the session
+// (at start() and by its writer thread ahead of demand), not inside a user's scope.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include "strata/core/record.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// Bytes of one block: 2048 records.
+inline constexpr std::size_t block_bytes = std::size_t{1} << 16;
+
+/// 2048 records, page-aligned.
+struct record_block {
+  static constexpr std::size_t capacity = block_bytes / sizeof(record);
+  record records[capacity];
+
+  record* begin() noexcept { return records; }
+  record* end() noexcept { return records + capacity; }
+};
+static_assert(sizeof(record_block) == block_bytes);
+
+inline constexpr std::align_val_t block_alignment{4096};
+
+/// A new block with every page touched (so that the thread recording into it takes no page
+/// fault), or nullptr when memory is exhausted.
+inline record_block* allocate_block() noexcept {
+  void* p = ::operator new(sizeof(record_block), block_alignment, std::nothrow);
+  if (p == nullptr) return nullptr;
+  std::memset(p, 0, sizeof(record_block));
+  return static_cast<record_block*>(p);
+}
+
+inline void free_block(record_block* b) noexcept {
+  if (b != nullptr) ::operator delete(static_cast<void*>(b), block_alignment);
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata
