@@ -228,7 +228,7 @@ TEST_CASE("1,000 threads recording at once keep every record") {
   for (const auto& t : prof.data().threads) CHECK(strata_test::counter_values(t, "sample") == samples_upto(0, each));
 }
 
-TEST_CASE("10,000 short-lived threads keep every record, and hold no block_records once exited") {
+TEST_CASE("10,000 short-lived threads keep every record, and hold no block once exited") {
   strata_test::temp_dir dir("lossless-short");
   strata::profiler prof(strata_test::config_in(dir));
   constexpr int batches = 100;

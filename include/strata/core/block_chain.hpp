@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "strata/core/block_store.hpp"
@@ -61,15 +62,18 @@ class block_chain {
       std::unique_lock lock(store_->mutex());
       const bool first = current_ == nullptr && !handed_off_any_;
       if (current_ != nullptr) seal_locked(record_block::capacity);
-      current_ = store_->take_locked(lock, first);
-      if (current_ == nullptr) {
-        cursor_->store_next(nullptr);
-        cursor_->limit = nullptr;
+      // Not under the sequence count: taking a block may wait for the writer.
+      record_block* fresh = store_->take_locked(lock, first);
+      if (fresh == nullptr) {
         dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return false;
       }
-      cursor_->store_next(current_->begin());
-      cursor_->limit = current_->end();
+      const std::uint64_t seq = begin_change();
+      current_ = fresh;
+      current_begin_.store(fresh->begin(), std::memory_order_relaxed);
+      cursor_->store_next(fresh->begin());
+      cursor_->limit = fresh->end();
+      end_change(seq);
     } catch (...) {
       dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return false;  // out of memory for the chain's entry
@@ -93,9 +97,10 @@ class block_chain {
     e.count = static_cast<std::uint32_t>(n);
     e.thread = thread_;
     store_->give_back_locked(current_);
-    current_ = nullptr;
-    cursor_->store_next(nullptr);
-    cursor_->limit = nullptr;
+    const std::uint64_t seq = begin_change();
+    sealed_.store(sealed_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    forget_current();
+    end_change(seq);
   }
 
   /// Consumer, with the registry's lock held: appends every record so far to `out`, oldest
@@ -121,13 +126,24 @@ class block_chain {
     entries_.clear();
   }
 
-  /// Consumer: records so far (stored, whether in memory or spilled).
+  /// Consumer, with the registry's lock held: records so far (stored, whether in memory or
+  /// spilled). Reads a count the producer keeps under a sequence count rather than taking the
+  /// store's lock, so polling it (stats()) never holds up a thread's hand-off.
   std::uint64_t size() const {
-    std::lock_guard lock(store_->mutex());
-    std::uint64_t n = 0;
-    for (const block_entry& e : entries_) n += e.count;
-    if (current_ != nullptr) n += static_cast<std::uint64_t>(cursor_->acquire_next() - current_->begin());
-    return n;
+    for (;;) {
+      const std::uint64_t seq = seq_.load(std::memory_order_acquire);
+      if ((seq & 1) == 0) {
+        std::uint64_t n = sealed_.load(std::memory_order_relaxed);
+        const record* first = current_begin_.load(std::memory_order_relaxed);
+        const record* next = cursor_->acquire_next();
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (seq_.load(std::memory_order_relaxed) == seq) {
+          if (first != nullptr) n += static_cast<std::uint64_t>(next - first);
+          return n;
+        }
+      }
+      std::this_thread::yield();  // the producer is between two blocks (a few instructions)
+    }
   }
 
   /// Records dropped because the session's memory was exhausted.
@@ -140,10 +156,31 @@ class block_chain {
     e.block = current_;
     e.count = static_cast<std::uint32_t>(count);
     e.thread = thread_;
-    current_ = nullptr;
     handed_off_any_ = true;
     store_->hand_off_locked(e);
+    const std::uint64_t seq = begin_change();
+    sealed_.store(sealed_.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+    forget_current();
+    end_change(seq);
   }
+
+  // No current block: the cursor is left at its limit, so the next push comes back here.
+  void forget_current() noexcept {
+    current_ = nullptr;
+    current_begin_.store(nullptr, std::memory_order_relaxed);
+    cursor_->store_next(nullptr);
+    cursor_->limit = nullptr;
+  }
+
+  // The producer's side of the sequence count that size() reads under (a seqlock: odd while
+  // the current block and the sealed count change together).
+  std::uint64_t begin_change() noexcept {
+    const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
+    seq_.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    return seq;
+  }
+  void end_change(std::uint64_t seq) noexcept { seq_.store(seq + 2, std::memory_order_release); }
 
   std::shared_ptr<block_store> store_;
   std::uint32_t thread_;
@@ -154,6 +191,11 @@ class block_chain {
   bool handed_off_any_ = false;
   bound_cursor cursor_;
   std::atomic<std::uint64_t> dropped_{0};  // written by the producer only
+  // What size() reads without the lock: records in the chain's entries, the current block's
+  // first slot (null: none), and the sequence count that makes the two consistent.
+  std::atomic<std::uint64_t> sealed_{0};
+  std::atomic<record*> current_begin_{nullptr};
+  std::atomic<std::uint64_t> seq_{0};
 };
 
 }  // namespace detail

@@ -78,11 +78,12 @@ class block_store {
   explicit block_store(block_store_settings settings)
       : settings_(std::move(settings)),
         max_blocks_(std::max<std::size_t>(settings_.memory_limit / block_bytes, 1)),
-        reserve_(std::clamp<std::size_t>(max_blocks_ / 8, 1, 64)) {
-    // The first blocks, on the thread that starts the session: a thread's first scope finds its
-    // block ready.
+        reserve_(std::clamp<std::size_t>(max_blocks_ / 8, 1, max_reserve)) {
+    // The first blocks (1 MiB at most), on the thread that starts the session: a thread's first
+    // scope finds its block ready. The writer tops the reserve up from there.
     std::lock_guard lock(mutex_);
-    while (free_.size() < reserve_ && full_ + free_.size() < max_blocks_) {
+    const std::size_t first_blocks = std::min<std::size_t>(reserve_, 16);
+    while (free_.size() < first_blocks && full_ + free_.size() < max_blocks_) {
       record_block* b = allocate_block();
       if (b == nullptr) break;
       ++allocated_;
@@ -146,11 +147,11 @@ class block_store {
           note_peak_locked();
         }
         ++current_;
-        work_.notify_one();  // the writer tops the reserve up
+        wake_writer_if_due_locked();
         return b;
       }
       if (!settings_.spill || failed_ || closing_) return nullptr;
-      if (!waited) ++stats_.waits;
+      if (!waited) bump(waits_);
       waited = true;
       work_.notify_one();
       freed_.wait(lock);
@@ -163,7 +164,7 @@ class block_store {
     --current_;
     ++full_;
     fifo_.push_back(&entry);
-    work_.notify_one();
+    wake_writer_if_due_locked();
   }
 
   /// With the lock held: a block no longer needed (a thread's current block when it exits, after
@@ -215,9 +216,19 @@ class block_store {
     return false;
   }
 
+  /// What the store did so far. Takes the lock only after a failed spill (for its message), so
+  /// a caller polling it does not hold up the recording threads' hand-offs.
   block_store_stats stats() {
-    std::lock_guard lock(mutex_);
-    return stats_;
+    block_store_stats s;
+    s.spilled_records = spilled_records_.load(std::memory_order_relaxed);
+    s.spill_bytes = spill_bytes_.load(std::memory_order_relaxed);
+    s.peak_bytes = peak_bytes_.load(std::memory_order_relaxed);
+    s.waits = waits_.load(std::memory_order_relaxed);
+    if (spill_failed_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(mutex_);
+      s.spill_error = spill_error_;
+    }
+    return s;
   }
 
   /// Stops the writer, then closes and deletes the spill file (once the session's records are
@@ -239,8 +250,16 @@ class block_store {
   std::size_t max_blocks() const noexcept { return max_blocks_; }
 
  private:
+  // Wakes the writer when a wake-up is worth its cost to the recording thread (a futex call):
+  // the free blocks are down to half the reserve, or full blocks must be spilled for a thread to
+  // go on. The writer then works until it has nothing left to do.
+  void wake_writer_if_due_locked() {
+    if (free_.size() <= reserve_ / 2 || full_ > max_blocks_) work_.notify_one();
+  }
+
   void note_peak_locked() noexcept {
-    stats_.peak_bytes = std::max<std::uint64_t>(stats_.peak_bytes, std::uint64_t{allocated_} * block_bytes);
+    const std::uint64_t now = std::uint64_t{allocated_} * block_bytes;
+    if (now > peak_bytes_.load(std::memory_order_relaxed)) peak_bytes_.store(now, std::memory_order_relaxed);
   }
 
   // What the writer should do now: allocate a free block, spill the oldest full one, or nothing.
@@ -270,6 +289,10 @@ class block_store {
           failed_allocation_locked();
           continue;
         }
+        if (next_job_locked() != job::allocate) {
+          free_block(b);  // a thread allocated its own meanwhile: the limit holds
+          continue;
+        }
         ++allocated_;
         free_.push_back(b);
         note_peak_locked();
@@ -286,7 +309,8 @@ class block_store {
         e->where = block_entry::place::memory;  // stays readable where it is
         fifo_.push_front(e);
         failed_ = true;
-        stats_.spill_error = error;
+        spill_error_ = error;
+        spill_failed_.store(true, std::memory_order_release);
         std::fprintf(stderr, "strata: %s; recording goes on in memory up to memory_limit\n",
                      error.c_str());
         freed_.notify_all();  // waiting threads now drop instead
@@ -296,8 +320,8 @@ class block_store {
       --full_;
       e->block = nullptr;
       e->where = block_entry::place::spilled;
-      stats_.spilled_records += e->count;
-      stats_.spill_bytes = spill_size_;
+      bump(spilled_records_, e->count);
+      spill_bytes_.store(spill_size_, std::memory_order_relaxed);
       freed_.notify_all();
     }
   }
@@ -323,6 +347,11 @@ class block_store {
     return error;
   }
 
+  // Free blocks the writer keeps ready: at most 16 MiB, which two threads recording 5 M scopes/s
+  // each fill in 50 ms, so the writer may miss the cores for that long before a thread has to
+  // allocate a block itself.
+  static constexpr std::size_t max_reserve = 256;
+
   block_store_settings settings_;
   std::size_t max_blocks_;
   const std::size_t reserve_;
@@ -341,7 +370,17 @@ class block_store {
   bool paused_ = false;
   bool failed_ = false;            // a spill write failed: no more spilling this session
   bool closing_ = false;
-  block_store_stats stats_;
+  // What stats() reads without the lock; written under it.
+  std::atomic<std::uint64_t> spilled_records_{0};
+  std::atomic<std::uint64_t> spill_bytes_{0};
+  std::atomic<std::uint64_t> peak_bytes_{0};
+  std::atomic<std::uint64_t> waits_{0};
+  std::atomic<bool> spill_failed_{false};
+  std::string spill_error_;        // guarded by mutex_
+
+  static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
   spill_file spill_;               // appended by the writer, read by the collector
   std::uint64_t spill_size_ = 0;   // the writer's own copy of spill_.size()
   std::thread writer_;

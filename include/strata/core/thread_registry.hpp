@@ -160,6 +160,7 @@ class registry {
     if (epoch_ == 0) epoch_ = 1;  // 0 means "no buffer yet" in tl_epoch
     settings_ = settings;
     buffers_.clear();
+    retired_.clear();
     store_.reset();
     if (settings.overflow == overflow_policy::drop_newest) {
       block_store_settings blocks = settings.blocks;
@@ -222,7 +223,13 @@ class registry {
       auto fresh = std::make_shared<thread_buffer>(guard.info, epoch_, settings_.buffer_capacity,
                                                    settings_.overflow, store_);
       buffers_.push_back(fresh);
-      if (guard.current) detach_locked(*guard.current);
+      if (guard.current) {
+        // The thread's buffer of an earlier session: released by the next begin_session, on
+        // the profiler's thread, not here inside the user's scope (it may be the last owner of
+        // that session's store and blocks).
+        detach_locked(*guard.current);
+        retired_.push_back(std::move(guard.current));
+      }
       guard.current = std::move(fresh);
       guard.current->bind(tl_cursor);
       guard.current->gate = &tl_gate;
@@ -353,6 +360,8 @@ class registry {
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<thread_buffer>> buffers_;
+  // Buffers of earlier sessions that their threads let go of when they took a new one.
+  std::vector<std::shared_ptr<thread_buffer>> retired_;
   std::uint32_t epoch_ = 0;
   std::uint32_t next_order_ = 0;
   session_settings settings_;
