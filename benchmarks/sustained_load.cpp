@@ -9,7 +9,8 @@
 // batches of 4096 scopes. --contention adds one spinning thread per core, so the recording
 // threads, the store's writer and the spinners compete for the cores as on a busy host.
 // "lossless" uses the default settings (only output_dir set; --memory-limit-mb and --no-spill
-// change them) and must lose nothing; "flight" is a flight recorder (overwrite_oldest) keeping
+// change them) and must lose nothing (with --no-spill: keep exactly the limit's blocks plus one
+// per thread); "flight" is a flight recorder (overwrite_oldest) keeping
 // the newest RECORDS - 1 per thread (default 2^18) in constant memory.
 //
 // Memory: VmHWM (peak RSS) is read from /proc/self/status just before stop(), while the
@@ -173,10 +174,15 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::printf("VmHWM MiB       %.1f while recording; %.1f after stop() collected (%.2f s)\n",
               hwm_recording, memory_mib("VmHWM"), collect_s);
-  // lossless: every scope made is kept. flight: each thread keeps its newest ring - 1 and counts
-  // the rest as lost. Either way kept + lost accounts for every scope.
+  // lossless: every scope made is kept; with --no-spill, the limit's blocks plus each thread's
+  // current one. flight: each thread keeps its newest ring - 1. Either way kept + lost accounts
+  // for every scope.
+  const std::uint64_t block = 2048;
+  const std::uint64_t no_spill_keeps = (config.memory_limit / (block * 32) + o.threads) * block;
   const bool accounted = s.recorded + s.dropped == total;
-  const bool ok = accounted && (o.flight ? s.recorded <= o.threads * (o.ring - 1) : s.dropped == 0);
+  const bool ok = accounted && (o.flight     ? s.recorded <= o.threads * (o.ring - 1)
+                                : o.spill   ? s.dropped == 0
+                                            : s.recorded == std::min(total, no_spill_keeps));
   std::printf("check           %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -49,8 +49,11 @@ struct drain_result {
 class ring_buffer {
  public:
   /// `capacity` must be a non-zero power of two (the profiler checks it with a clear message).
+  /// The slots are not zeroed (a consumer only reads slots the producer wrote): a thread's first
+  /// record of a session costs an allocation, not the writing of its whole ring, and the pages
+  /// are faulted in as the ring first fills.
   ring_buffer(std::size_t capacity, overflow_policy policy)
-      : slots_(std::make_unique<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {
+      : slots_(std::make_unique_for_overwrite<record[]>(capacity)), mask_(capacity - 1), policy_(policy) {
     cursor_.own().store_next(slots_.get());
     cursor_.own().limit = slots_.get();  // the first push finds its room in push_slow
   }
