@@ -103,6 +103,22 @@ TEST_CASE("action_at is usable at compile time") {
   CHECK(action_at(s, 2) == N);
 }
 
+TEST_CASE("action_at near the largest step: skip_first_wait does not overflow") {
+  // INT64_MAX = 5 * 1844674407370955161 + 2: with the first wait skipped, step INT64_MAX is 2 +
+  // 2 = 4 into its cycle of 5 (record_and_save), in cycle 1844674407370955161.
+  constexpr std::int64_t last = INT64_MAX;
+  strata::schedule s{.wait = 2, .warmup = 1, .active = 2, .skip_first_wait = true};
+  CHECK(action_at(s, last) == S);
+  CHECK(action_at(s, last - 1) == R);
+  CHECK(action_at(s, last - 2) == W);
+  CHECK(action_at(s, last - 3) == N);  // 4 + 2 wraps into the next cycle's wait
+  s.repeat = 3;
+  CHECK(action_at(s, last) == N);
+  // The shift itself, at the start: the first cycle has no wait steps.
+  s.repeat = 0;
+  CHECK(actions(s, 6) == std::vector<profiler_action>{W, R, S, N, N, W});
+}
+
 TEST_CASE("schedule validation names the field") {
   const auto has = [](const std::string& m, std::string_view part) {
     return m.find(part) != std::string::npos;

@@ -56,11 +56,20 @@ constexpr bool is_recording(profiler_action a) noexcept {
 constexpr profiler_action action_at(const schedule& s, std::int64_t step) noexcept {
   if (!s.enabled()) return profiler_action::record;
   if (step < 0 || step < s.skip_first) return profiler_action::none;
-  std::int64_t k = step - s.skip_first;
-  if (s.skip_first_wait) k += s.wait;
+  const std::int64_t k = step - s.skip_first;
   const std::int64_t cycle = std::int64_t{s.wait} + s.warmup + s.active;
-  if (s.repeat > 0 && k / cycle >= s.repeat) return profiler_action::none;
-  const std::int64_t m = k % cycle;
+  // Which cycle and where in it; skipping the first wait shifts every step by `wait`, added to
+  // the remainder rather than to k so that a step near the largest int64 does not overflow.
+  std::int64_t q = k / cycle;
+  std::int64_t m = k % cycle;
+  if (s.skip_first_wait) {
+    m += s.wait;
+    if (m >= cycle) {  // only with wait > 0, so cycle >= 2 and q + 1 cannot overflow
+      m -= cycle;
+      ++q;
+    }
+  }
+  if (s.repeat > 0 && q >= s.repeat) return profiler_action::none;
   if (m < s.wait) return profiler_action::none;
   if (m < std::int64_t{s.wait} + s.warmup) return profiler_action::warmup;
   if (m < cycle - 1) return profiler_action::record;
