@@ -31,6 +31,7 @@
 #include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
+#include "strata/export/padded_bytes.hpp"
 #include "strata/export/trace_file.hpp"
 
 namespace strata {
@@ -104,36 +105,9 @@ inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   out.append(text, write_us(text, ns));
 }
 
-/// A piece of JSON rendered once and copied into many events. Its storage is padded to whole
-/// 32-byte blocks so a copy moves fixed-size blocks instead of calling memcpy; the copy may
-/// write up to 31 bytes past the fragment's end, which the caller's reservation covers.
-class json_fragment {
- public:
-  static constexpr std::size_t block = 32;
-
-  json_fragment() = default;
-  explicit json_fragment(std::string_view text)
-      : bytes_((text.size() + block - 1) / block * block, '\0'), size_(text.size()) {
-    bytes_.replace(0, text.size(), text);
-  }
-
-  std::size_t size() const noexcept { return size_; }
-  /// Bytes a copy may touch.
-  std::size_t padded_size() const noexcept { return bytes_.size(); }
-
-  char* copy_to(char* p) const noexcept {
-    // Locals: a store through a char* may alias anything, `this` included, and would make the
-    // compiler reload both after every block.
-    const char* const from = bytes_.data();
-    const std::size_t n = size_;
-    for (std::size_t i = 0; i < n; i += block) std::memcpy(p + i, from + i, block);
-    return p + n;
-  }
-
- private:
-  std::string bytes_;
-  std::size_t size_ = 0;
-};
+/// A piece of JSON rendered once and copied into many events, in 32-byte blocks
+/// (export/padded_bytes.hpp).
+using json_fragment = padded_bytes<32>;
 
 /// What every event of one site on one track shares, rendered once: everything before the
 /// timestamp, and what follows the numbers with and without a correlation id.

@@ -47,6 +47,7 @@
 #include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
+#include "strata/export/padded_bytes.hpp"
 #include "strata/export/proto_wire.hpp"
 #include "strata/export/trace_file.hpp"
 
@@ -406,34 +407,8 @@ class json_args_reader {
   interner& names_;
 };
 
-/// Encoded bytes copied into many packets. The storage is padded to whole 16-byte blocks so a
-/// copy moves fixed-size blocks instead of calling memcpy; it may write up to 15 bytes past
-/// the end, which the caller's reservation covers (`copy_slack`).
-class padded_bytes {
- public:
-  static constexpr std::size_t block = 16;
-  static constexpr std::size_t copy_slack = block;
-
-  padded_bytes() = default;
-  explicit padded_bytes(std::string_view b) : bytes_((b.size() + block - 1) / block * block, '\0'), size_(b.size()) {
-    bytes_.replace(0, b.size(), b);
-  }
-
-  std::size_t size() const noexcept { return size_; }
-  std::string_view view() const noexcept { return {bytes_.data(), size_}; }
-
-  char* copy_to(char* p) const noexcept {
-    // Locals: a store through a char* may alias anything, and would force reloads.
-    const char* const from = bytes_.data();
-    const std::size_t n = size_;
-    for (std::size_t i = 0; i < n; i += block) std::memcpy(p + i, from + i, block);
-    return p + n;
-  }
-
- private:
-  std::string bytes_;
-  std::size_t size_ = 0;
-};
+/// Encoded field runs copied into many packets, in 16-byte blocks (export/padded_bytes.hpp).
+using padded_bytes = ::strata::detail::padded_bytes<16>;
 
 /// What every event of one site shares, encoded once for the whole file: the TrackEvent's
 /// fields before the per-event ones (type, name, category, the site's arguments).
