@@ -82,6 +82,7 @@ class block_store {
     // The first blocks (1 MiB at most), on the thread that starts the session: a thread's first
     // scope finds its block ready. The writer tops the reserve up from there.
     std::lock_guard lock(mutex_);
+    free_.reserve(max_reserve);  // the writer's top-ups never grow it
     const std::size_t first_blocks = std::min<std::size_t>(reserve_, 16);
     while (free_.size() < first_blocks && full_ + free_.size() < max_blocks_) {
       record_block* b = allocate_block();
