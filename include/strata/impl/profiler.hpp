@@ -349,7 +349,7 @@ struct profiler::session {
   }
 
   // ProfilerStep#N: opened after the transition into step N, closed before the next one, so
-  // a window holds exactly its own steps.
+  // a window holds exactly its own steps. It goes to the stepping thread's steps track.
   void open_step() {
     step_begin_ = 0;
     if (!recording_) return;
@@ -360,7 +360,8 @@ struct profiler::session {
   }
 
   void close_step() {
-    if (step_begin_ != 0 && recording_) append_record(step_site_, step_begin_, clock::now());
+    if (step_begin_ != 0 && recording_)
+      detail::registry::instance().append_step(step_site_, step_begin_, clock::now());
     step_begin_ = 0;
   }
 
