@@ -472,3 +472,58 @@ TEST_CASE("STRATA_STEP() steps the running profiler; the marks go to the calling
   CHECK(ours->records.size() == 1);
   CHECK(strata_test::name_of(ours->records[0]) == "ProfilerStep#1");
 }
+
+TEST_CASE("the default handler writes in the background what step() wrote before") {
+  strata_test::temp_dir dir("sched-background");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.wait = 1, .active = 2};
+  const std::filesystem::path out = config.output_dir;
+
+  SUBCASE("the files are in order, and stop() waits for the last") {
+    strata::profiler prof(config);
+    prof.start();
+    for (int i = 0; i < 8; ++i) {
+      work(prof.step_num());
+      prof.step();
+    }
+    prof.stop();  // in step 8, the last of window 7-8: written by stop()
+    const std::vector<std::string> want = {out / "trace_step1-2.json", out / "trace_step4-5.json",
+                                           out / "trace_step7-8.json"};
+    CHECK(prof.trace_files() == want);
+    // The last window's file holds what export_chrome_trace writes of the same window.
+    const auto again = prof.export_chrome_trace((dir / "again.json").string());
+    CHECK(strata_test::read_file(want.back()) == strata_test::read_file(again.path));
+    CHECK(names(prof.data()) == sorted({"ProfilerStep#7", "ProfilerStep#8", "work 7"}));
+  }
+  SUBCASE("the destructor waits for the window it ends") {
+    {
+      strata::profiler prof(config);
+      prof.start();
+      prof.step();
+      work(prof.step_num());
+    }
+    CHECK(strata_test::entries(out) == std::vector<std::string>{"trace_step1-1.json"});
+  }
+  SUBCASE("a window that cannot be written: the next step() or stop() raises why, once") {
+    config.schedule = {.active = 1, .repeat = 1};  // one window: step 0
+    strata::profiler prof(config);
+    prof.start();
+    work(0);
+    std::filesystem::remove_all(out);  // the file cannot be created now
+    int raised = 0;
+    for (int i = 0; i < 4; ++i) {
+      try {
+        if (i < 3)
+          prof.step();  // the first one ends the window
+        else
+          prof.stop();
+      } catch (const strata::error& e) {
+        ++raised;
+        CHECK(std::string(e.what()).find("trace_step0-0.json") != std::string::npos);
+      }
+    }
+    CHECK(raised == 1);
+    CHECK(prof.trace_files().empty());
+    CHECK_FALSE(prof.running());
+  }
+}
