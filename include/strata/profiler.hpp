@@ -171,7 +171,7 @@ class profiler {
 
   /// The window traces written since `start()` (by the default handler, or by
   /// `export_window_trace()`), oldest first; waits for windows still being written. The list
-  /// stays as it is until the next `step()`, `stop()` or `start()`.
+  /// stays as it is until the next `step()`, `stop()`, `start()` or `export_window_trace()`.
   const std::vector<std::string>& trace_files() const noexcept;
 
   /// Totals: while recording, what the buffers hold so far; otherwise the last window's.

@@ -3,7 +3,7 @@
 // Layout of the file (see docs/trace-format.md):
 //   {"displayTimeUnit":"ns",
 //    "otherData":{...flat string and number facts: version, clock, totals...},
-//    "strataThreads":[{pid, tid, name, recorded, dropped, exited}, ...],
+//    "strataThreads":[{pid, tid, name, recorded, dropped, exited[, steps_of]}, ...],
 //    "traceEvents":[metadata (M), then per thread: X, i and C events, oldest first,
 //                   then flow events (s, t, f) along correlation ids]}
 // Timestamps are microseconds on the steady clock with three decimals, so nanoseconds survive.
