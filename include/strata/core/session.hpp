@@ -52,6 +52,8 @@ inline void take_session(trace_data& out) {
       t.records.reserve(static_cast<std::size_t>(b.chain->size()));
       if (!b.chain->read(t.records)) out.spill_error = "the spill file could not be read back";
       b.chain->discard();  // the blocks go now, not when the thread next records
+    } else if (info.steps_of) {
+      t.records = std::move(b.steps);
     } else {
       t.records = b.drained.take();
     }

@@ -130,9 +130,12 @@ struct thread_buffer {
   // Consumer side of a ring, guarded by the registry's mutex.
   drained_records drained;
   std::uint64_t lost = 0;
+  // A steps track's marks, guarded by the registry's mutex: a few records per session, which a
+  // drained list (its first chunk 128 KiB) would make a step pay for.
+  std::vector<record> steps;
 
   /// Consumer, registry's lock held: records taken so far, and lost so far.
-  std::uint64_t recorded() const { return chain ? chain->size() : drained.size(); }
+  std::uint64_t recorded() const { return chain ? chain->size() : drained.size() + steps.size(); }
   std::uint64_t lost_so_far() const noexcept { return chain ? chain->dropped() : lost; }
 };
 
@@ -310,14 +313,13 @@ class registry {
       info->tid = steps_track_tid(guard.info->tid);
       info->order = guard.info->order;
       info->steps_of = guard.info;
-      // Like a device track's, the ring stays unused: marks go straight to the drained list.
+      // Like a device track's, the ring stays unused: marks go to `steps`.
       auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow,
                                                     nullptr);
       track = buffer.get();
       buffers_.push_back(std::move(buffer));
     }
-    const record mark{begin, end, where, 0};
-    track->drained.append(std::span<const record>(&mark, 1));
+    track->steps.push_back({begin, end, where, 0});
     return true;
   }
 
