@@ -1,9 +1,9 @@
 // benchmarks/step_latency.cpp: does the step that closes a window stall the loop?
 //
-//   step_latency [WINDOWS] [SCOPES] [--runs N]
+//   step_latency [WINDOWS] [SCOPES] [--runs N] [--wait N]
 //
-// Runs a loop under a profiler with a schedule (wait 1, warmup 1, active 2, repeating) for
-// WINDOWS windows (default 20). Each step records SCOPES scopes (default 20000: a window holds
+// Runs a loop under a profiler with a schedule (wait 1, warmup 1, active 2, repeating; --wait
+// sets the wait) for WINDOWS windows (default 20). Each step records SCOPES scopes (default 20000: a window holds
 // 40000 records) on the stepping thread, one of them open across the step() call, as an
 // engine's outer scope would be. Every step() call is timed and classed by what it does: an
 // ordinary step, the step that enters a window (starts a session), and the step that closes
@@ -50,14 +50,14 @@ struct run_result {
   std::size_t count[class_count];
 };
 
-run_result run(int windows, int scopes, const std::filesystem::path& dir) {
+run_result run(int windows, int scopes, int wait, const std::filesystem::path& dir) {
   std::filesystem::remove_all(dir);
   strata::profiler prof({.output_dir = dir.string(),
                          .layers = {strata::layer::framework, strata::layer::user},
-                         .schedule = {.wait = 1, .warmup = 1, .active = 2}});
+                         .schedule = {.wait = wait, .warmup = 1, .active = 2}});
   std::vector<double> us[class_count];
   prof.start();
-  const int steps = windows * 4;
+  const int steps = windows * (wait + 3);
   for (int s = 0; s < steps; ++s) {
     STRATA_SCOPE("iteration");  // open across step(), like an engine's outer loop scope
     work(scopes);
@@ -93,28 +93,31 @@ int main(int argc, char** argv) {
   int windows = 20;
   int scopes = 20000;
   int runs = 5;
+  int wait = 1;
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       runs = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--wait") == 0 && i + 1 < argc)
+      wait = std::atoi(argv[++i]);
     else if (positional++ == 0)
       windows = std::atoi(argv[i]);
     else
       scopes = std::atoi(argv[i]);
   }
-  if (windows <= 0 || scopes <= 0 || runs <= 0) {
-    std::fprintf(stderr, "usage: %s [WINDOWS] [SCOPES] [--runs N]\n", argv[0]);
+  if (windows <= 0 || scopes <= 0 || runs <= 0 || wait < 0) {
+    std::fprintf(stderr, "usage: %s [WINDOWS] [SCOPES] [--runs N] [--wait N]\n", argv[0]);
     return 2;
   }
   strata::clock::select_once();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("strata-step-latency-" + std::to_string(::getpid()));
-  std::printf("%d windows of 2 recorded steps, %d scopes a step, clock %s\n", windows, scopes,
-              std::string(strata::clock_source_name(strata::clock::source())).c_str());
+  std::printf("%d windows of 2 recorded steps (wait %d, warmup 1), %d scopes a step, clock %s\n",
+              windows, wait, scopes, std::string(strata::clock_source_name(strata::clock::source())).c_str());
   std::printf("run  %-14s %12s %10s %10s %4s\n", "step", "median (us)", "p90 (us)", "max (us)", "n");
   std::vector<double> medians[class_count];
   for (int r = 0; r < runs; ++r) {
-    const run_result res = run(windows, scopes, dir);
+    const run_result res = run(windows, scopes, wait, dir);
     for (int c = 0; c < class_count; ++c) {
       std::printf("%3d  %-14s %12.1f %10.1f %10.1f %4zu\n", r, class_names[c], res.median[c],
                   res.p90[c], res.max[c], res.count[c]);
