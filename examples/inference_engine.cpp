@@ -1,5 +1,7 @@
 // examples/inference_engine.cpp: a small transformer-style block served in a loop, profiled
 // with a torch.profiler-style schedule: wait, warm up, record, and write one trace per window.
+// The serving loop marks its steps with STRATA_STEP(), as an engine's loop would without
+// holding the profiler, from inside the iteration's own scope.
 //
 //   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
 //
@@ -136,6 +138,9 @@ int main(int argc, char** argv) {
     prof.start();
     double checksum = 0;
     for (int step = 0; step < o.steps; ++step) {
+      // Still open when STRATA_STEP() marks the boundary below: the steps lie on a track of
+      // their own (this thread's steps track), so this scope stays whole on the thread's track.
+      STRATA_SCOPE("iteration");
       std::vector<std::thread> workers;
       std::vector<double> sums(static_cast<std::size_t>(o.workers));
       for (int w = 0; w < o.workers; ++w) {
@@ -153,7 +158,7 @@ int main(int argc, char** argv) {
       }
       for (auto& t : workers) t.join();
       for (double s : sums) checksum += s;
-      prof.step();
+      STRATA_STEP();  // the running profiler's step(); the window's file is written off this thread
     }
     prof.stop();
 

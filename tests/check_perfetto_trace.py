@@ -2,7 +2,7 @@
 """Runs tests/trace_writer with --all-formats and holds its Perfetto trace against the JSON trace
 of the same session.
 
-usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty or device)
+usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty, device or steps)
 
 The .pftrace is decoded here, field by field, with the field numbers of Perfetto's public
 .proto files (protos/perfetto/trace/...), independently of the C++ writer; `protoc
@@ -11,7 +11,7 @@ hand-written expectations) must then agree with it on every track (process, name
 every slice (name, category, start and duration in ns, arguments, nesting), instant, counter
 sample, flow and lost-record count. The .json.gz and .pftrace.gz files must decompress to the
 plain files' exact bytes. device mode also checks that a NeuronCore shows every engine track
-in a fixed order, used or not.
+in a fixed order, used or not; steps mode that a thread's steps are a thread track of their own.
 """
 import decimal
 import gzip
@@ -426,6 +426,18 @@ def check_device(trace, d, thread_names):
         fail("the softmax-like kernel used the Tensor engine; the check needs an idle engine")
 
 
+def check_steps(d):
+    """The main thread's steps are a thread track of their own in the host process, tid
+    2^24 + main's, so that main's scope left open across step() is whole on main's track."""
+    threads = {t["thread_name"]: t for t in d.tracks.values() if "tid" in t}
+    if "main" not in threads or "main steps" not in threads:
+        fail(f"thread tracks {sorted(threads)}, expected main and main steps")
+        return
+    main, steps = threads["main"], threads["main steps"]
+    if steps["pid"] != main["pid"] or steps["tid"] != (1 << 24) + main["tid"]:
+        fail(f"the steps track is pid {steps['pid']} tid {steps['tid']}, main is {main['pid']} {main['tid']}")
+
+
 def check_hostile(d, names):
     """Names come back as the JSON shows them: valid UTF-8 unchanged, U+FFFD per invalid byte."""
     want_threads = sorted(check_trace.expected_text(bytes(n)) for n in names["threads"])
@@ -439,7 +451,7 @@ def check_hostile(d, names):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device"):
+    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps"):
         print(__doc__, file=sys.stderr)
         return 2
     writer, mode = sys.argv[1], sys.argv[2]
@@ -468,6 +480,8 @@ def main():
                 check_hostile(d, check_trace.json.load(open(os.path.join(tmp, "names.json"))))
             elif mode == "device":
                 check_device(trace, d, thread_names)
+            elif mode == "steps":
+                check_steps(d)
             elif mode == "basic":
                 lost = [e for e in trace["traceEvents"] if e.get("cat") == "strata"]
                 if not lost:

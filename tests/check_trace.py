@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs tests/trace_writer and checks the trace it writes with a real JSON parser.
 
-usage: check_trace.py WRITER MODE      (MODE: basic, hostile or empty)
+usage: check_trace.py WRITER MODE      (MODE: basic, hostile, empty or steps)
        check_trace.py PROGRAM example [ARGS...]  (runs an example with an output directory
                                         argument and ARGS, in a scratch working directory, and
                                         checks every trace it wrote)
@@ -11,7 +11,9 @@ process and every thread, X events carry ts and dur with nanosecond precision an
 properly per thread, counters carry args.value, and the totals agree with the events.
 basic also compares the events with what the writer says it recorded (expect.json); hostile
 checks that every name comes back exactly as written when it is valid UTF-8, and with one
-U+FFFD per invalid byte otherwise (names.json lists the names as byte values).
+U+FFFD per invalid byte otherwise (names.json lists the names as byte values). Every trace's
+steps tracks (ProfilerStep#N slices of a schedule) must be well formed; steps checks that a
+scope left open across step() crosses a step boundary on its thread's own track.
 """
 import decimal
 import json
@@ -190,8 +192,62 @@ def check_structure(trace):
             fail(f"events on thread {tid}, which strataThreads does not list")
     for tid, evs in per_thread.items():
         check_nesting(tid, [e for e in evs if e.get("ph") == "X" and "_begin" in e])
+    check_steps_tracks(events, listed, per_thread, thread_names)
     check_flows(flows, per_thread)
     return per_thread, thread_names
+
+
+def check_steps_tracks(events, listed, per_thread, thread_names):
+    """A steps track (its thread_name metadata names the thread in args.steps_of) is that
+    thread's, in the same process: tid 2^24 + the thread's tid, named after the thread, listed
+    with the same steps_of in strataThreads, holding only ProfilerStep#N slices."""
+    name_args = {(e["pid"], e["tid"]): e.get("args", {}) for e in events
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for key, args in name_args.items():
+        if "steps_of" not in args:
+            continue
+        of = args["steps_of"]
+        if not isinstance(of, int) or key[1] != (1 << 24) + of:
+            fail(f"steps track {key}: tid is not 2^24 + steps_of ({of!r})")
+            continue
+        thread_name = thread_names.get((key[0], of), f"thread {of}")
+        if args.get("name") != thread_name + " steps":
+            fail(f"steps track {key} is named {args.get('name')!r}, not after its thread {thread_name!r}")
+        if listed.get(key, {}).get("steps_of") != of:
+            fail(f"steps track {key}: strataThreads does not give steps_of {of}")
+        for x in per_thread.get(key, []):
+            if x.get("cat") == "strata":
+                continue
+            if x.get("ph") != "X" or not x.get("name", "").startswith("ProfilerStep#"):
+                fail(f"steps track {key} holds {x.get('ph')} {x.get('name')!r}, not a ProfilerStep#N slice")
+    for key, t in listed.items():
+        if "steps_of" in t and "steps_of" not in name_args.get(key, {}):
+            fail(f"strataThreads lists {key} as a steps track, its thread_name metadata does not")
+
+
+def check_steps(per_thread, thread_names):
+    """steps mode: the main thread's scope left open across step() crosses a step boundary, on
+    its own track, while the three steps lie on the main thread's steps track."""
+    by_name = {name: key for key, name in thread_names.items()}
+    if "main" not in by_name or "main steps" not in by_name:
+        fail(f"steps: tracks {sorted(thread_names.values())}, expected main and main steps")
+        return
+    main, steps = by_name["main"], by_name["main steps"]
+    if steps[1] != (1 << 24) + main[1]:
+        fail(f"steps: the steps track's tid {steps[1]} is not 2^24 + main's {main[1]}")
+    marks = [e for e in per_thread.get(steps, []) if e.get("ph") == "X"]
+    if [e["name"] for e in marks] != ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]:
+        fail(f"steps: the steps track holds {[e['name'] for e in marks]}")
+        return
+    if any(e.get("name", "").startswith("ProfilerStep#") for e in per_thread.get(main, [])):
+        fail("steps: a ProfilerStep#N slice on the main thread's own track")
+    spanning = [e for e in per_thread.get(main, []) if e.get("name") == "spanning"]
+    if len(spanning) != 1:
+        fail(f"steps: {len(spanning)} spanning scopes on main, expected 1")
+        return
+    s = spanning[0]
+    if not (s["_begin"] < marks[0]["_end"] and s["_end"] > marks[1]["_begin"]):
+        fail("steps: the spanning scope does not cross the first step boundary")
 
 
 def check_flows(flows, per_thread):
@@ -357,7 +413,7 @@ def self_test():
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("basic", "hostile", "empty", "example") or \
+    if len(sys.argv) < 3 or sys.argv[2] not in ("basic", "hostile", "empty", "steps", "example") or \
             (sys.argv[2] != "example" and len(sys.argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2
@@ -413,6 +469,8 @@ def main():
                 elif mode == "empty":
                     if trace["traceEvents"][1:] or trace["strataThreads"]:
                         fail("an empty session's trace holds events beyond the process name")
+                elif mode == "steps":
+                    check_steps(per_thread, thread_names)
             leftovers = sorted(set(os.listdir(trace_dir)) - {"trace.json", "expect.json", "names.json"})
             if leftovers:
                 fail(f"files left beside the trace: {leftovers}")

@@ -122,6 +122,13 @@ inline const strata::thread_track* track_of(const strata::trace_data& d, std::ui
   return nullptr;
 }
 
+/// The steps track of thread `tid` (its ProfilerStep#N scopes), or nullptr.
+inline const strata::thread_track* steps_track_of(const strata::trace_data& d, std::uint64_t tid) {
+  for (const auto& t : d.threads)
+    if (t.steps && t.steps_of == tid) return &t;
+  return nullptr;
+}
+
 /// True when `inner` lies within `outer` (both scopes, in ticks).
 inline bool within(const strata::record& inner, const strata::record& outer) {
   return outer.begin <= inner.begin && inner.end <= outer.end;

@@ -5,6 +5,7 @@
 //   trace_writer hostile DIR   names made of any bytes; DIR/names.json lists them as byte values
 //   trace_writer empty   DIR   a session that recorded nothing
 //   trace_writer device  DIR   an op whose softmax-like kernel runs on a simulated NeuronCore
+//   trace_writer steps   DIR   a schedule's window, a scope left open across step()
 //
 // Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile). With
 // --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), DIR/trace.json.gz
@@ -282,11 +283,40 @@ int device(const std::filesystem::path& dir) {
   return 0;
 }
 
+// --- steps ---------------------------------------------------------------------------------
+
+// A window of three steps (a schedule, written by on_trace_ready) in which the main thread keeps
+// a scope open across the first step() call, while a worker records on its own.
+int steps(const std::filesystem::path& dir) {
+  strata::profiler prof({.output_dir = dir,
+                         .process_name = "steps writer",
+                         .schedule = {.active = 3, .repeat = 1},
+                         .on_trace_ready = [&](strata::profiler& p) { export_traces(p, dir); }});
+  strata::set_thread_name("main");
+  prof.start();
+  std::thread worker([] {
+    strata::set_thread_name("worker");
+    for (int i = 0; i < 100; ++i) STRATA_SCOPE("worker op");
+  });
+  {
+    STRATA_SCOPE("spanning");  // opened in step 0, closed in step 1
+    { STRATA_SCOPE("before the step"); }
+    prof.step();
+    { STRATA_SCOPE("after the step"); }
+  }
+  worker.join();
+  prof.step();
+  { STRATA_SCOPE_LAYER(strata::layer::framework, "last op"); }
+  prof.step();  // the window ends: its trace is written here
+  prof.stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "--all-formats")) {
-    std::fprintf(stderr, "usage: %s basic|hostile|empty|device DIR [--all-formats]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s basic|hostile|empty|device|steps DIR [--all-formats]\n", argv[0]);
     return 2;
   }
   all_formats = argc == 4;
@@ -297,6 +327,7 @@ int main(int argc, char** argv) {
     if (mode == "hostile") return hostile(dir);
     if (mode == "empty") return empty(dir);
     if (mode == "device") return device(dir);
+    if (mode == "steps") return steps(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_writer: %s\n", e.what());
     return 1;

@@ -60,13 +60,22 @@ struct step_window {
 ///
 /// With a `schedule` in the config, `start()` enters step 0 and each `step()` enters the
 /// next one; only the steps whose `action_at` is `record` or `record_and_save` are recorded,
-/// each as a `ProfilerStep#N` scope (framework layer) on the thread that calls `step()`, with
-/// the records of every thread made during it. A window of consecutive recorded steps ends in
-/// the `step()` that leaves its `record_and_save` step, or in `stop()` (a partial window);
-/// then its trace is collected into `data()` and `on_trace_ready(*this)` runs. Without a
-/// handler, `export_window_trace()` writes it to `output_dir/trace_step<first>-<last>.json`
-/// (`.1.json`, `.2.json`, … if that name exists), so no window overwrites an earlier file.
-/// A window that stops in warmup delivers nothing.
+/// each as a `ProfilerStep#N` scope (framework layer) on the *steps track* of the thread that
+/// calls `step()` (a track of its own beside the thread's, so that a scope left open across
+/// `step()` never partly overlaps a step; docs/trace-format.md), with the records of every
+/// thread made during it. A window of consecutive recorded steps ends in the `step()` that
+/// leaves its `record_and_save` step, or in `stop()` (a partial window).
+///
+/// With `on_trace_ready` set, the window is then collected into `data()` and the handler runs,
+/// in that `step()` or `stop()`, on the calling thread (torch.profiler's contract): the step
+/// lasts as long as the collection and the handler. Without a handler, the window's trace is
+/// written to `output_dir/trace_step<first>-<last>.json` (`.1.json`, `.2.json`, … if that name
+/// exists, so no window overwrites an earlier file) by a thread the profiler owns: the step
+/// that ends the window only copies its records out of the threads' buffers, and the file is
+/// sorted and written while the loop goes on. `stop()` and the destructor wait for those
+/// writes, `trace_files()` lists the files in window order, and a window that cannot be written
+/// (a full disk, a removed directory) raises its `strata::error` from the next `step()` or from
+/// `stop()`. A window that stops in warmup delivers nothing.
 ///
 /// Without a schedule, everything from `start()` to `stop()` is one window, `step()` only
 /// counts steps, no `ProfilerStep#N` is recorded, and `on_trace_ready` (if set) runs in
@@ -90,6 +99,8 @@ class profiler {
  public:
   /// Checks `config`; raises `strata::error` naming the field to change.
   explicit profiler(profiler_config config = {});
+  /// Stops a running session as `stop()` does, waiting for window traces still being written;
+  /// what `stop()` would raise is named on stderr instead.
   ~profiler();
   profiler(const profiler&) = delete;
   profiler& operator=(const profiler&) = delete;
@@ -102,14 +113,18 @@ class profiler {
 
   /// Ends the current step and enters the next (torch.profiler's `profile.step()`; also what
   /// `STRATA_STEP()` calls). With a schedule this may end a window (collecting it and calling
-  /// `on_trace_ready`) and start another. Without one it only counts. Call it from one thread;
-  /// an exception thrown by `on_trace_ready` is passed on once the profiler is in the new step.
-  /// Does nothing when the profiler is not started.
+  /// `on_trace_ready`, or handing it to the window writer) and start another. Without one it
+  /// only counts. Call it from one thread at a time; an exception thrown by `on_trace_ready` is
+  /// passed on once the profiler is in the new step, and so is the error of an earlier window
+  /// the writer could not write (each error once). Does nothing when the profiler is not
+  /// started.
   void step();
 
   /// Stops the session and collects every thread's records of the open window (exited
-  /// threads included), then calls `on_trace_ready` if a window was recording. A scope still
-  /// open at this point is not recorded (as in torch.profiler).
+  /// threads included), then calls `on_trace_ready` if a window was recording (or writes its
+  /// file). Waits for every window trace still being written; raises the first error not
+  /// raised yet (any other is named on stderr). A scope still open at this point is not
+  /// recorded (as in torch.profiler).
   void stop();
 
   /// Whether the profiler is between `start()` and `stop()` (with a schedule, also during
@@ -154,7 +169,9 @@ class profiler {
   /// the default `on_trace_ready` with a schedule. The path is added to `trace_files()`.
   export_result export_window_trace();
 
-  /// The files `export_window_trace()` wrote since `start()`, oldest first.
+  /// The window traces written since `start()` (by the default handler, or by
+  /// `export_window_trace()`), oldest first; waits for windows still being written. The list
+  /// stays as it is until the next `step()`, `stop()`, `start()` or `export_window_trace()`.
   const std::vector<std::string>& trace_files() const noexcept;
 
   /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
@@ -162,7 +179,8 @@ class profiler {
 
 
   /// What the last collected window (the whole session without a schedule) captured
-  /// (strata/core/session.hpp defines it).
+  /// (strata/core/session.hpp defines it), once the window writer is done with it; while a
+  /// window records, that window's facts so far (its records come when it ends).
   const trace_data& data() const noexcept;
   const profiler_config& config() const noexcept;
   /// The cores of `config().capture_cores` (strata/core/capture_cores.hpp defines core_set).

@@ -339,13 +339,21 @@ namespace {
 // rows of a session must be the rows of its op_events.
 std::vector<op_event> events_of(const strata::trace_data& data) {
   std::vector<op_event> out;
-  for (std::size_t t = 0; t < data.threads.size(); ++t)
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    // A steps track's events are steps of its thread's track (none: of a track never read).
+    std::uint64_t steps_of = op_event::not_a_step;
+    if (data.threads[t].steps) {
+      steps_of = data.threads.size();
+      for (std::size_t k = 0; k < data.threads.size() && steps_of == data.threads.size(); ++k)
+        if (!data.threads[k].steps && data.threads[k].tid == data.threads[t].steps_of) steps_of = k;
+    }
     for (const strata::record& r : data.threads[t].records) {
       if (r.kind() != strata::record_kind::scope || r.where->category != nullptr) continue;
       out.push_back({r.where->name, r.layer_of(), t, data.ns_of(data.threads[t], r.begin),
                      data.ns_of(data.threads[t], r.end), r.payload,
-                     r.where->input_shapes != nullptr ? r.where->input_shapes : ""});
+                     r.where->input_shapes != nullptr ? r.where->input_shapes : "", steps_of});
     }
+  }
   return out;
 }
 
@@ -384,6 +392,11 @@ TEST_CASE("key_averages: a session's rows are those of its events, however they 
   static constexpr strata::site ka{"a", "f", 7, layer::device, strata::record_kind::scope};
   const std::vector<const strata::site*> host = {&a1, &a2, &b1, &c1, &b2};
   const std::vector<const strata::site*> device = {&k1, &ka};
+  static constexpr strata::site s0{"ProfilerStep#0", "f", 8, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site s1{"ProfilerStep#1", "f", 9, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site s2{"ProfilerStep#2", "f", 10, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site s3{"ProfilerStep#3", "f", 11, layer::framework, strata::record_kind::scope};
+  const std::vector<const strata::site*> step_sites = {&s0, &s1, &s2, &s3};
   std::mt19937_64 rng(11);
   for (int round = 0; round < 60; ++round) {
     CAPTURE(round);
@@ -411,6 +424,27 @@ TEST_CASE("key_averages: a session's rows are those of its events, however they 
     for (std::uint64_t b = 1000, k = 0; k < 40; ++k, b += rng() % 40)
       dev.records.push_back({b, b + rng() % 100, device[rng() % 2], rng() % 5 == 0 ? 0 : 1 + rng() % (corr + 3)});
     data.threads.push_back(std::move(dev));
+    // Steps of a host thread (from a generator of their own, so the rounds above stay what
+    // they were): back to back, with gaps, now and then overlapping or empty; now and then a
+    // step shares a site with the thread's ops, or a device record sits on the steps track.
+    std::mt19937_64 steps_rng(static_cast<std::uint64_t>(round));
+    const std::size_t host_tracks = data.threads.size() - 1;
+    for (std::size_t h = 0; h < host_tracks; ++h) data.threads[h].tid = 100 + h;
+    if (round % 4 != 3) {
+      strata::thread_track steps;
+      steps.steps = true;
+      steps.steps_of = 100 + steps_rng() % (host_tracks + (round % 7 == 6 ? 1 : 0));  // or of no track
+      steps.tid = strata::steps_track_tid(steps.steps_of);
+      for (std::uint64_t b = 900 + steps_rng() % 200, k = 0; k < 8; ++k) {
+        const std::uint64_t e = b + (steps_rng() % 6 == 0 ? 0 : steps_rng() % 300);
+        const strata::site* s = steps_rng() % 7 == 0 ? host[0] : step_sites[k % 4];
+        steps.records.push_back({b, e, s, 0});
+        if (steps_rng() % 9 == 0) steps.records.push_back({b, b + 20, device[0], 1 + steps_rng() % corr});
+        b = steps_rng() % 5 == 0 ? b + steps_rng() % (e - b + 1) : e + (steps_rng() % 3 == 0 ? steps_rng() % 50 : 0);
+      }
+      data.threads.insert(data.threads.begin() + static_cast<std::ptrdiff_t>(steps_rng() % (data.threads.size() + 1)),
+                          std::move(steps));
+    }
 
     const std::vector<op_event> events = events_of(data);
     for (const bool shapes : {false, true})
@@ -434,5 +468,82 @@ TEST_CASE("key_averages: a session's rows are those of its events, however they 
           CHECK(g.device_total_ns == w.device_total_ns);
         }
       }
+  }
+}
+
+TEST_CASE("key_averages: steps on a track of their own, against their thread's top-level events") {
+  // Thread track 1: outer [10, 150] (holding mm [20, 40], id 5) crosses the step boundary at
+  // 100; add [170, 190] (id 6); tail [230, 290] outlasts the last step. Device work: 30 ns of
+  // id 5, 10 ns of id 6. Steps of track 1, on track 9: [0, 100], [100, 200], [200, 250].
+  std::vector<op_event> ev = {
+      host("outer", 10, 150, 1, 5), host("mm", 20, 40, 1, 5), host("add", 170, 190, 1, 6),
+      host("tail", 230, 290, 1),    at(layer::device, "k5", 50, 80, 3, 5),
+      at(layer::device, "k6", 195, 205, 3, 6)};
+  for (int n = 0; n < 3; ++n) {
+    const std::int64_t b[] = {0, 100, 200}, e[] = {100, 200, 250};
+    op_event step = host("ProfilerStep#" + std::to_string(n), b[n], e[n], 9);
+    step.steps_of = 1;
+    ev.push_back(step);
+  }
+  op_event stray = host("ProfilerStep#7", 0, 50, 8);  // of a track with no events
+  stray.steps_of = 4;
+  ev.push_back(stray);
+  const auto a = averages_of(ev);
+  // Self time: what the thread's top-level events leave of the step; device total: the device
+  // time of those that begin within it. A step is never anyone's parent.
+  CHECK(row(a, "ProfilerStep#0").cpu_total_ns == 100);
+  CHECK(row(a, "ProfilerStep#0").self_cpu_ns == 10);        // outer covers [10, 100]
+  CHECK(row(a, "ProfilerStep#0").device_total_ns == 30);    // outer begins in it
+  CHECK(row(a, "ProfilerStep#0").self_device_ns == 0);
+  CHECK(row(a, "ProfilerStep#1").self_cpu_ns == 30);        // outer [100, 150], add [170, 190]
+  CHECK(row(a, "ProfilerStep#1").device_total_ns == 10);    // add, not outer
+  CHECK(row(a, "ProfilerStep#2").self_cpu_ns == 30);        // tail covers [230, 250]
+  CHECK(row(a, "ProfilerStep#2").device_total_ns == 0);
+  CHECK(row(a, "ProfilerStep#7").self_cpu_ns == 50);
+  for (const char* n : {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "outer", "add", "tail"}) {
+    CAPTURE(n);
+    CHECK(row(a, n).top_level);
+    CHECK(row(a, n).count == 1);
+  }
+  // The ops keep their own times whole.
+  CHECK(row(a, "outer").cpu_total_ns == 140);
+  CHECK(row(a, "outer").self_cpu_ns == 120);
+  CHECK(row(a, "outer").device_total_ns == 30);
+  CHECK(row(a, "mm").self_device_ns == 30);
+  CHECK(row(a, "add").self_device_ns == 10);
+  CHECK(row(a, "tail").self_cpu_ns == 60);
+  CHECK(a.self_cpu_total_ns() == 10 + 30 + 30 + 50 + 120 + 20 + 20 + 60);
+  CHECK_FALSE(row(a, "mm").top_level);
+
+  // The same as a session: a steps track (tid 2^24 + 1) of thread 1, in ticks of one ns.
+  static constexpr strata::site outer{"outer", "f", 1, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site mm{"mm", "f", 2, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site add{"add", "f", 3, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site tail{"tail", "f", 4, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site k5{"k5", "f", 5, layer::device, strata::record_kind::scope};
+  static constexpr strata::site k6{"k6", "f", 6, layer::device, strata::record_kind::scope};
+  static constexpr strata::site p0{"ProfilerStep#0", "f", 7, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p1{"ProfilerStep#1", "f", 8, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p2{"ProfilerStep#2", "f", 9, layer::framework, strata::record_kind::scope};
+  strata::trace_data data;
+  strata::thread_track steps, thread, device;
+  steps.steps = true;
+  steps.steps_of = 1;
+  steps.tid = strata::steps_track_tid(1);
+  steps.records = {{0, 100, &p0, 0}, {100, 200, &p1, 0}, {200, 250, &p2, 0}};
+  thread.tid = 1;
+  thread.records = {{10, 150, &outer, 5}, {20, 40, &mm, 5}, {170, 190, &add, 6}, {230, 290, &tail, 0}};
+  device.tid = 3;
+  device.timestamps_in_ns = true;
+  device.records = {{50, 80, &k5, 5}, {195, 205, &k6, 6}};
+  data.threads = {steps, thread, device};
+  const auto s = strata::key_averages(data);
+  for (const char* n : {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "outer", "mm", "add", "tail"}) {
+    CAPTURE(n);
+    CHECK(row(s, n).self_cpu_ns == row(a, n).self_cpu_ns);
+    CHECK(row(s, n).cpu_total_ns == row(a, n).cpu_total_ns);
+    CHECK(row(s, n).device_total_ns == row(a, n).device_total_ns);
+    CHECK(row(s, n).self_device_ns == row(a, n).self_device_ns);
+    CHECK(row(s, n).top_level == row(a, n).top_level);
   }
 }

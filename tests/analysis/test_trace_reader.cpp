@@ -426,3 +426,42 @@ TEST_CASE("trace reader: gzip-compressed traces, recognised by their magic bytes
     }
   }
 }
+
+TEST_CASE("trace reader: a steps track is read back as the steps of its thread") {
+  static constexpr strata::site outer{"outer", "f", 1, layer::user, strata::record_kind::scope};
+  static constexpr strata::site inner{"inner", "f", 2, layer::user, strata::record_kind::scope};
+  static constexpr strata::site step0{"ProfilerStep#0", "f", 3, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site step1{"ProfilerStep#1", "f", 4, layer::framework, strata::record_kind::scope};
+  strata::trace_data d;
+  d.pid = 7;
+  d.process_name = "proc";
+  d.layers = strata::layer_set::all();
+  strata::thread_track steps, th;
+  steps.steps = true;
+  steps.steps_of = 11;
+  steps.tid = strata::steps_track_tid(11);
+  steps.name = "main steps";
+  steps.records = {{1000, 5000, &step0, 0}, {5000, 9000, &step1, 0}};
+  th.tid = 11;
+  th.name = "main";
+  th.records = {{2000, 7000, &outer, 0}, {3000, 4000, &inner, 0}};  // outer spans the boundary
+  d.threads = {steps, th};
+  strata_test::temp_dir dir("reader-steps");
+  strata::write_chrome_trace(d, dir / "trace.json");
+
+  const auto t = strata::read_trace(dir / "trace.json");
+  REQUIRE(t.events.size() == 4);
+  CHECK(t.tracks == 2);
+  for (const auto& e : t.events) {
+    CAPTURE(e.name);
+    const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
+    CHECK((e.steps_of != strata::op_event::not_a_step) == is_step);
+    if (is_step) CHECK(e.steps_of == t.events[2].track);  // the thread's track
+  }
+  // The same rows as the session: each step's self time is what outer leaves of it.
+  const auto from_file = strata::key_averages(t);
+  CHECK(from_file.to_csv() == strata::key_averages(d).to_csv());
+  CHECK(row(from_file, "ProfilerStep#0")->self_cpu_ns == 1000);
+  CHECK(row(from_file, "ProfilerStep#1")->self_cpu_ns == 2000);
+  CHECK(row(from_file, "outer")->self_cpu_ns == 4000);
+}

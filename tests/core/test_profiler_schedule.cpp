@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/core/macros.hpp"
@@ -36,18 +37,21 @@ struct delivery {
   std::int64_t step_num;
   strata::step_window window;
   std::vector<std::string> names;
-  bool nested;  // every "work N" lies within its ProfilerStep#N
+  bool nested;  // every "work N" lies within its ProfilerStep#N (on its thread's steps track)
 };
 
 delivery deliver(const strata::profiler& p) {
   delivery d{p.step_num(), p.window(), names(p.data()), true};
-  for (const auto& t : p.data().threads)
+  for (const auto& t : p.data().threads) {
+    const strata::thread_track* steps = strata_test::steps_track_of(p.data(), t.tid);
     for (const auto& r : t.records) {
       const std::string n(strata_test::name_of(r));
       if (n.rfind("work ", 0) != 0) continue;
-      const auto steps = strata_test::named(t, "ProfilerStep#" + n.substr(5));
-      if (steps.size() != 1 || !strata_test::within(r, steps[0])) d.nested = false;
+      const auto marks = steps != nullptr ? strata_test::named(*steps, "ProfilerStep#" + n.substr(5))
+                                          : std::vector<strata::record>{};
+      if (marks.size() != 1 || !strata_test::within(r, marks[0])) d.nested = false;
     }
+  }
   return d;
 }
 
@@ -324,5 +328,202 @@ TEST_CASE("append_record takes records with explicit timestamps") {
     CHECK_FALSE(strata::append_record(op, t0, t1));
     user_only.stop();
     CHECK(user_only.data().recorded() == 0);
+  }
+}
+
+namespace {
+
+// A track's name as traces show it.
+std::string shown_name(const strata::thread_track& t) {
+  return t.name.empty() ? "thread " + std::to_string(t.tid) : t.name;
+}
+
+// The part of [b, e] that the top-level scopes of `t` cover (they are disjoint: one thread's
+// scopes nest), in nanoseconds.
+std::int64_t covered_ns(const strata::trace_data& d, const strata::thread_track& t, std::int64_t b,
+                        std::int64_t e) {
+  std::int64_t covered = 0;
+  for (const auto& r : t.records) {
+    if (r.kind() != strata::record_kind::scope) continue;
+    bool top = true;
+    for (const auto& o : t.records)
+      if (&o != &r && o.kind() == strata::record_kind::scope && strata_test::within(r, o) &&
+          !(o.begin == r.begin && o.end == r.end))
+        top = false;
+    if (!top) continue;
+    const std::int64_t from = std::max(b, d.ns_of(t, r.begin)), to = std::min(e, d.ns_of(t, r.end));
+    if (to > from) covered += to - from;
+  }
+  return covered;
+}
+
+}  // namespace
+
+TEST_CASE("a scope left open across step(): steps on a track of their own, every track nests") {
+  strata_test::temp_dir dir("sched-span");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.active = 3, .repeat = 1};  // steps 0-2 are one window
+  strata::trace_data seen;
+  strata::averages table;
+  config.on_trace_ready = [&](strata::profiler& p) {
+    seen = p.data();
+    table = p.key_averages();
+  };
+  strata::profiler prof(config);
+  prof.start();
+  {
+    STRATA_SCOPE("spanning");  // opened in step 0 ...
+    work(0);
+    prof.step();
+    work(1);
+  }  // ... closed in step 1
+  prof.step();
+  work(2);
+  prof.step();  // delivers the window
+  prof.stop();
+
+  const strata::thread_track* thread = strata_test::track_of(seen, strata_test::os_tid());
+  const strata::thread_track* steps = strata_test::steps_track_of(seen, strata_test::os_tid());
+  REQUIRE(thread != nullptr);
+  REQUIRE(steps != nullptr);
+  CHECK(steps->tid == strata::steps_track_tid(strata_test::os_tid()));
+  CHECK(steps->name == shown_name(*thread) + " steps");
+  CHECK(steps->sort_index == thread->sort_index);
+  CHECK(steps + 1 == thread);  // listed just before its thread
+  CHECK_FALSE(thread->steps);
+  REQUIRE(steps->records.size() == 3);
+  for (int n = 0; n < 3; ++n)
+    CHECK(strata_test::name_of(steps->records[static_cast<std::size_t>(n)]) == "ProfilerStep#" + std::to_string(n));
+  CHECK(strata_test::named(*thread, "ProfilerStep#0").empty());
+
+  // The scope crosses the first step boundary, and still no track holds a partial overlap.
+  const auto spanning = strata_test::named(*thread, "spanning");
+  REQUIRE(spanning.size() == 1);
+  CHECK(spanning[0].begin < steps->records[0].end);
+  CHECK(spanning[0].end > steps->records[1].begin);
+  for (const auto& t : seen.threads) CHECK(strata_test::scopes_nest(t.records));
+
+  // key_averages: each step is a row with its own time; what the thread's top-level scopes
+  // cover of it is their self time, not the step's; the spanning scope counts once, whole.
+  for (int n = 0; n < 3; ++n) {
+    CAPTURE(n);
+    const strata::record& mark = steps->records[static_cast<std::size_t>(n)];
+    const std::int64_t b = seen.ns_of(*steps, mark.begin), e = seen.ns_of(*steps, mark.end);
+    const strata::average_row* row = nullptr;
+    for (const auto& r : table.rows)
+      if (r.name == "ProfilerStep#" + std::to_string(n)) row = &r;
+    REQUIRE(row != nullptr);
+    CHECK(row->count == 1);
+    CHECK(row->top_level);
+    CHECK(row->cpu_total_ns == e - b);
+    CHECK(row->self_cpu_ns == e - b - covered_ns(seen, *thread, b, e));
+    CHECK(row->self_cpu_ns >= 0);
+  }
+  const strata::average_row* span_row = nullptr;
+  for (const auto& r : table.rows)
+    if (r.name == "spanning") span_row = &r;
+  REQUIRE(span_row != nullptr);
+  CHECK(span_row->count == 1);
+  CHECK(span_row->top_level);
+  CHECK(span_row->cpu_total_ns == seen.ns_of(*thread, spanning[0].end) - seen.ns_of(*thread, spanning[0].begin));
+  const auto w0 = strata_test::named(*thread, "work 0"), w1 = strata_test::named(*thread, "work 1");
+  REQUIRE(w0.size() == 1);
+  REQUIRE(w1.size() == 1);
+  CHECK(span_row->self_cpu_ns == span_row->cpu_total_ns - (seen.ns_of(*thread, w0[0].end) - seen.ns_of(*thread, w0[0].begin)) -
+                                     (seen.ns_of(*thread, w1[0].end) - seen.ns_of(*thread, w1[0].begin)));
+  // Every nanosecond of the thread's top-level scopes and of its steps is self time once.
+  std::int64_t self_total = 0;
+  for (const auto& r : table.rows) self_total += r.self_cpu_ns;
+  CHECK(table.self_cpu_total_ns() == self_total);
+  const std::string text = table.table();
+  CHECK(text.find("ProfilerStep#1") != std::string::npos);
+  CHECK(text.find("spanning") != std::string::npos);
+}
+
+TEST_CASE("STRATA_STEP() steps the running profiler; the marks go to the calling thread's steps") {
+  strata_test::temp_dir dir("sched-macro");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.active = 2, .repeat = 1};
+  strata::trace_data seen;
+  config.on_trace_ready = [&](strata::profiler& p) { seen = p.data(); };
+  STRATA_STEP();  // no profiler: nothing happens
+  strata::profiler prof(config);
+  prof.start();
+  std::uint64_t stepper = 0;
+  std::thread other([&] {
+    stepper = strata_test::os_tid();
+    work(0);
+    STRATA_STEP();
+  });
+  other.join();
+  CHECK(prof.step_num() == 1);
+  work(1);
+  STRATA_STEP();  // leaves step 1, the window's last
+  CHECK(prof.step_num() == 2);
+  prof.stop();
+  // Each thread that marked a step has its own steps track, holding the steps it ended.
+  const strata::thread_track* theirs = strata_test::steps_track_of(seen, stepper);
+  const strata::thread_track* ours = strata_test::steps_track_of(seen, strata_test::os_tid());
+  REQUIRE(theirs != nullptr);
+  REQUIRE(ours != nullptr);
+  CHECK(theirs->records.size() == 1);
+  CHECK(strata_test::name_of(theirs->records[0]) == "ProfilerStep#0");
+  CHECK(theirs->exited);  // as its thread had
+  CHECK(ours->records.size() == 1);
+  CHECK(strata_test::name_of(ours->records[0]) == "ProfilerStep#1");
+}
+
+TEST_CASE("the default handler writes in the background what step() wrote before") {
+  strata_test::temp_dir dir("sched-background");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.wait = 1, .active = 2};
+  const std::filesystem::path out = config.output_dir;
+
+  SUBCASE("the files are in order, and stop() waits for the last") {
+    strata::profiler prof(config);
+    prof.start();
+    for (int i = 0; i < 8; ++i) {
+      work(prof.step_num());
+      prof.step();
+    }
+    prof.stop();  // in step 8, the last of window 7-8: written by stop()
+    const std::vector<std::string> want = {out / "trace_step1-2.json", out / "trace_step4-5.json",
+                                           out / "trace_step7-8.json"};
+    CHECK(prof.trace_files() == want);
+    // The last window's file holds what export_chrome_trace writes of the same window.
+    const auto again = prof.export_chrome_trace((dir / "again.json").string());
+    CHECK(strata_test::read_file(want.back()) == strata_test::read_file(again.path));
+    CHECK(names(prof.data()) == sorted({"ProfilerStep#7", "ProfilerStep#8", "work 7"}));
+  }
+  SUBCASE("the destructor waits for the window it ends") {
+    {
+      strata::profiler prof(config);
+      prof.start();
+      prof.step();
+      work(prof.step_num());
+    }
+    CHECK(strata_test::entries(out) == std::vector<std::string>{"trace_step1-1.json"});
+  }
+  SUBCASE("a window that cannot be written: the next step() or stop() raises why, once") {
+    config.schedule = {.active = 1, .repeat = 1};  // one window: step 0
+    strata::profiler prof(config);
+    prof.start();
+    work(0);
+    std::filesystem::remove_all(out);  // the file cannot be created now
+    int raised = 0;
+    for (int i = 0; i < 4; ++i) {
+      try {
+        if (i < 3)
+          prof.step();  // the first one ends the window
+        else
+          prof.stop();
+      } catch (const strata::error& e) {
+        ++raised;
+        CHECK(std::string(e.what()).find("trace_step0-0.json") != std::string::npos);
+      }
+    }
+    CHECK(raised == 1);
+    CHECK(prof.trace_files().empty());
+    CHECK_FALSE(prof.running());
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <string>
@@ -34,6 +35,14 @@ struct op_event {
   std::int64_t end_ns = 0;         ///< an end before begin counts as begin
   std::uint64_t correlation_id = 0;  ///< 0: none
   std::string input_shapes = {};        ///< empty: none recorded
+  /// A step (`ProfilerStep#N` of a profiler with a schedule), which lies on a track of its own:
+  /// the track of the thread that marked it, else `not_a_step`. A step has no parent and no
+  /// children. Its self CPU time is the part of it that no top-level event of that track
+  /// covers (torch's time in the step outside any op), its device total the device time of
+  /// the top-level events of that track that begin within it (docs/key-averages.md).
+  std::uint64_t steps_of = not_a_step;
+
+  static constexpr std::uint64_t not_a_step = static_cast<std::uint64_t>(-1);
 };
 
 namespace detail {
@@ -65,6 +74,9 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   using detail::ka_node;
   const std::size_t n = events.size();
   const auto is_device = [&](std::size_t i) { return events[i].where == layer::device; };
+  const auto is_step = [&](std::size_t i) {
+    return events[i].steps_of != op_event::not_a_step && !is_device(i);
+  };
   const auto end_of = [&](std::size_t i) { return std::max(events[i].begin_ns, events[i].end_ns); };
 
   // Begin ascending, end descending (a parent before its children), input order on ties.
@@ -79,7 +91,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   std::vector<ka_node> nodes(n);
   std::unordered_map<std::uint64_t, std::vector<std::size_t>> stacks;
   for (std::size_t i : order) {
-    if (is_device(i)) continue;
+    if (is_device(i) || is_step(i)) continue;
     auto& stack = stacks[events[i].track];
     while (!stack.empty() && (events[i].begin_ns >= end_of(stack.back()) || end_of(i) > end_of(stack.back())))
       stack.pop_back();
@@ -127,7 +139,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     std::unordered_map<std::uint64_t, std::size_t> earliest, owner;
     for (std::size_t i : order) {
       const std::uint64_t c = events[i].correlation_id;
-      if (c == 0 || is_device(i)) continue;
+      if (c == 0 || is_device(i) || is_step(i)) continue;
       const std::size_t s = survivor(i);
       if (earliest.try_emplace(c, s).second) {
         owner[c] = s;
@@ -149,6 +161,45 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     if (!nodes[i].alive || is_device(i)) continue;
     nodes[i].device_total_ns += nodes[i].own_device_ns;
     if (nodes[i].parent != ka_node::npos) nodes[nodes[i].parent].device_total_ns += nodes[i].device_total_ns;
+  }
+
+  // Steps: what the top-level events of the marking thread's track leave of each step is its
+  // self CPU time, and the device time of those that begin within it its device total.
+  std::vector<std::int64_t> step_covered(n, 0), step_device(n, 0);
+  {
+    struct root {
+      std::int64_t begin, end, device_total;
+    };
+    std::unordered_map<std::uint64_t, std::vector<root>> roots;  // by track, begin ascending
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> steps;
+    for (std::size_t i : order) {
+      if (is_step(i))
+        steps[events[i].steps_of].push_back(i);
+      else if (!is_device(i) && nodes[i].parent == ka_node::npos)
+        roots[events[i].track].push_back({events[i].begin_ns, end_of(i), nodes[i].device_total_ns});
+    }
+    for (const auto& [track, of_track] : steps) {
+      const auto found = roots.find(track);
+      if (found == roots.end()) continue;
+      const std::vector<root>& r = found->second;
+      // The union of the roots' intervals, as disjoint spans in order.
+      std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+      for (const root& x : r) {
+        if (!spans.empty() && x.begin <= spans.back().second)
+          spans.back().second = std::max(spans.back().second, x.end);
+        else
+          spans.emplace_back(x.begin, x.end);
+      }
+      for (std::size_t s : of_track) {
+        const std::int64_t b = events[s].begin_ns, e = end_of(s);
+        auto span = std::lower_bound(spans.begin(), spans.end(), b,
+                                     [](const auto& x, std::int64_t v) { return x.second <= v; });
+        for (; span != spans.end() && span->first < e; ++span)
+          step_covered[s] += std::min(e, span->second) - std::max(b, span->first);
+        auto first = std::lower_bound(r.begin(), r.end(), b, [](const root& x, std::int64_t v) { return x.begin < v; });
+        for (; first != r.end() && first->begin < e; ++first) step_device[s] += first->device_total;
+      }
+    }
   }
 
   averages out;
@@ -184,8 +235,8 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     std::int64_t children = 0;
     for (std::size_t c : nodes[i].children) children += detail::duration(events[c]);
     r.cpu_total_ns += d;
-    r.self_cpu_ns += d - children;
-    r.device_total_ns += nodes[i].device_total_ns;
+    r.self_cpu_ns += d - children - step_covered[i];
+    r.device_total_ns += nodes[i].device_total_ns + step_device[i];
     r.self_device_ns += nodes[i].own_device_ns;
   }
   return out;
@@ -214,7 +265,13 @@ class session_averages {
   session_averages(const trace_data& data, const key_averages_options& opt) : data_(data), opt_(opt) {}
 
   averages run() {
-    for (std::size_t t = 0; t < data_.threads.size(); ++t) add_track(t);
+    // Steps first: a thread's track is read against the steps it marked.
+    for (std::size_t t = 0; t < data_.threads.size(); ++t)
+      if (data_.threads[t].steps) add_steps(t);
+    for (auto& [track, marks] : steps_of_track_)
+      std::stable_sort(marks.begin(), marks.end(), [](const step_mark& a, const step_mark& b) { return a.begin < b.begin; });
+    for (std::size_t t = 0; t < data_.threads.size(); ++t)
+      if (!data_.threads[t].steps) add_track(t);
     if (opt_.correlate_device_time) attribute_device_time();
     return rows();
   }
@@ -255,6 +312,12 @@ class session_averages {
     std::uint32_t site;
     std::uint32_t children;  // by containment
     std::size_t record;      // index in the track's records
+  };
+
+  /// A step of a thread, from its steps track.
+  struct step_mark {
+    std::int64_t begin, end;
+    std::uint32_t site;
   };
 
   /// A host event of that tree that carries a correlation id.
@@ -324,8 +387,71 @@ class session_averages {
     return i;
   }
 
+  /// A steps track: each step counts its CPU time as self time until the top-level events of
+  /// its thread's track take their part of it away (`cover_steps`). Device records on it, which
+  /// strata never puts there, are read as on any track.
+  void add_steps(std::size_t t) {
+    const thread_track& track = data_.threads[t];
+    std::size_t of = data_.threads.size();
+    for (std::size_t k = 0; k < data_.threads.size() && of == data_.threads.size(); ++k)
+      if (!data_.threads[k].steps && data_.threads[k].pid == track.pid && data_.threads[k].tid == track.steps_of) of = k;
+    std::vector<step_mark>& marks = steps_of_track_[of];
+    for (std::size_t i = 0; i < track.records.size(); ++i) {
+      const record& r = track.records[i];
+      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
+      const std::uint32_t s = site_index(r.where);
+      const std::int64_t begin = data_.ns_of(track, r.begin);
+      const std::int64_t end = std::max(begin, data_.ns_of(track, r.end));
+      site_sums& sums = sites_[s];
+      ++sums.count;
+      if (sums.is_device) {
+        sums.self_device += end - begin;
+        sums.device_total += end - begin;
+        if (r.payload != 0 && opt_.correlate_device_time)
+          correlations_[correlation_index(r.payload)].device_ns += end - begin;
+      } else {
+        sums.cpu_total += end - begin;
+        sums.self_cpu += end - begin;
+        marks.push_back({begin, end, s});
+      }
+      saw(sums, {begin, end, t, i}, true);
+    }
+  }
+
+  /// The top-level event [begin, end] of the track being read against the steps its thread
+  /// marked: the part no earlier top-level event covered is taken from the self time of the
+  /// steps it overlaps, and `root_steps_` becomes the steps it begins in (whose device totals
+  /// get the device time owned in its tree).
+  void cover_steps(std::int64_t begin, std::int64_t end) {
+    root_steps_.clear();
+    if (track_steps_ == nullptr) return;
+    const std::vector<step_mark>& marks = *track_steps_;
+    // Top-level events come in order of their begin, so both positions only move forward.
+    const std::int64_t from = std::max(begin, covered_end_);
+    if (end > from) {
+      while (step_uncovered_ < marks.size() && marks[step_uncovered_].end <= from) ++step_uncovered_;
+      for (std::size_t k = step_uncovered_; k < marks.size() && marks[k].begin < end; ++k) {
+        const std::int64_t overlap = std::min(end, marks[k].end) - std::max(from, marks[k].begin);
+        if (overlap > 0) sites_[marks[k].site].self_cpu -= overlap;
+      }
+    }
+    covered_end_ = std::max(covered_end_, end);
+    while (step_open_ < marks.size() && marks[step_open_].end <= begin) ++step_open_;
+    for (std::size_t k = step_open_; k < marks.size() && marks[k].begin <= begin; ++k)
+      if (begin < marks[k].end) root_steps_.push_back(marks[k].site);
+  }
+
+  void start_steps_of(std::size_t t) {
+    const auto found = steps_of_track_.find(t);
+    track_steps_ = found != steps_of_track_.end() ? &found->second : nullptr;
+    covered_end_ = std::numeric_limits<std::int64_t>::min();
+    step_uncovered_ = 0;
+    step_open_ = 0;
+  }
+
   void add_track(std::size_t t) {
     const thread_track& track = data_.threads[t];
+    start_steps_of(t);
     const clock_calibration clock = data_.clock;  // a copy the compiler can keep in registers
     const bool in_ns = track.timestamps_in_ns;
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
@@ -398,6 +524,7 @@ class session_averages {
     track_touched_.clear();
     chains_.resize(chains_before);
     host_events_ = 0;
+    start_steps_of(t);
 
     struct host_event {
       std::int64_t begin, end;
@@ -457,6 +584,7 @@ class session_averages {
 
   /// Sums the complete tree in nodes_ (track `t`) into its sites and correlation ids.
   void finish_tree(std::size_t t) {
+    if (!nodes_.empty()) cover_steps(nodes_[0].begin, nodes_[0].begin + nodes_[0].duration);
     // CPU times.
     for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
       if (!alive(i)) continue;
@@ -509,6 +637,7 @@ class session_averages {
       f.chain = static_cast<std::uint32_t>(chains_.size());
       for (std::uint32_t a = correlations_[f.id].local_owner; a != none; a = nodes_[a].parent)
         if (alive(a)) chains_.push_back(nodes_[a].site);
+      chains_.insert(chains_.end(), root_steps_.begin(), root_steps_.end());
       f.chain_size = static_cast<std::uint32_t>(chains_.size()) - f.chain;
       track_touched_.push_back(f);
     }
@@ -595,6 +724,14 @@ class session_averages {
   std::uint64_t tree_ = 1;                 // trees are numbered over all tracks
   std::uint64_t track_first_tree_ = 1;
   std::size_t host_events_ = 0;  // host events of the track read so far
+  // Steps, by the track of the thread that marked them; those of the track being read, and
+  // where cover_steps() has got to in them.
+  std::unordered_map<std::size_t, std::vector<step_mark>> steps_of_track_;
+  const std::vector<step_mark>* track_steps_ = nullptr;
+  std::int64_t covered_end_ = 0;      // the end of the top-level events read so far
+  std::size_t step_uncovered_ = 0;    // steps before it end before covered_end_
+  std::size_t step_open_ = 0;         // steps before it end before the last top-level begin
+  std::vector<std::uint32_t> root_steps_;  // the steps the tree being read begins in
 };
 
 }  // namespace detail

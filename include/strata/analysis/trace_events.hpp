@@ -196,6 +196,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         out_.overflow = overflow_policy::overwrite_oldest;
     }
     for (const auto& [track, stack] : open_) out_.skipped += stack.size();  // B without E
+    if (!steps_tracks_.empty())
+      for (op_event& ev : out_.events)
+        if (const auto it = steps_tracks_.find(ev.track); it != steps_tracks_.end()) ev.steps_of = it->second;
     std::vector<bool> used(track_of_.size(), false);
     for (const op_event& ev : out_.events) used[ev.track] = true;
     out_.tracks = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
@@ -206,9 +209,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   /// What the next value is, as named by the key before it.
   enum class slot : std::uint8_t {
     none, trace_events, other_data, dropped, overflow_policy,
-    ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims,
+    ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims, steps_of,
   };
-  static constexpr int field_count = 10;  // ph .. input_dims: the values kept per event
+  static constexpr int field_count = 11;  // ph .. steps_of: the values kept per event
 
   /// One event's values as text, the first of each key (a repeated key is ignored).
   struct event_fields {
@@ -253,6 +256,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       if (k == "correlation_id") next_ = slot::correlation_id;
       else if (k == "External id") next_ = slot::external_id;
       else if (k == "Input Dims") next_ = slot::input_dims;
+      else if (k == "steps_of") next_ = slot::steps_of;
     }
     if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
     return true;
@@ -386,6 +390,11 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     const std::string& ph = text(slot::ph);
     const bool is_x = ph == "X", is_b = ph == "B", is_e = ph == "E";
     if (!is_x && !is_b && !is_e) {
+      // A steps track names the thread whose steps it holds (strata's thread_name metadata).
+      if (ph == "M" && text(slot::name) == "thread_name" && fields_.has(slot::steps_of))
+        if (const auto of = parse_unsigned(fields_.get(slot::steps_of)))
+          steps_tracks_.try_emplace(track_index(text(slot::pid), text(slot::tid)),
+                                    track_index(text(slot::pid), std::to_string(*of)));
       ++out_.skipped;
       return true;
     }
@@ -398,12 +407,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       ++out_.skipped;
       return true;
     }
-    track_key_ = text(slot::pid);
-    track_key_ += '\0';
-    track_key_ += text(slot::tid);
-    const auto found = track_of_.find(track_key_);
-    const std::uint64_t track =
-        found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+    const std::uint64_t track = track_index(text(slot::pid), text(slot::tid));
 
     const auto ts = fields_.has(slot::ts) ? parse_us_as_ns(fields_.get(slot::ts)) : std::nullopt;
     if (!ts) return stop(where() + ": ts is missing or not a number of microseconds");
@@ -443,6 +447,15 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     return true;
   }
 
+  /// The track of (pid, tid), numbered in order of first appearance.
+  std::uint64_t track_index(const std::string& pid, const std::string& tid) {
+    track_key_ = pid;
+    track_key_ += '\0';
+    track_key_ += tid;
+    const auto found = track_of_.find(track_key_);
+    return found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+  }
+
   std::string source_;
   std::string failure_;
   saved_trace out_;
@@ -466,6 +479,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   std::string track_key_;
   std::unordered_map<std::string, std::uint64_t> track_of_;
   std::unordered_map<std::uint64_t, std::vector<op_event>> open_;  // B events per track
+  std::unordered_map<std::uint64_t, std::uint64_t> steps_tracks_;   // steps track -> its thread's
 
   // The format: what the document has said so far, and what this pass reads with.
   bool fixed_ = false;

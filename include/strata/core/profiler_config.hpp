@@ -71,10 +71,13 @@ struct profiler_config {
   /// 0) records everything from `start()` to `stop()`.
   ::strata::schedule schedule = {};
   /// Called with the profiler at the end of each recorded window, once its trace is collected
-  /// (torch.profiler's `on_trace_ready`): in the `step()` that leaves a `record_and_save`
-  /// step, and in `stop()` when it ends a window. Unset with a schedule: the window's trace is
-  /// written to a file of its own (`profiler::export_window_trace()`). Unset without one:
-  /// nothing is called.
+  /// (torch.profiler's `on_trace_ready`): synchronously, on the thread that calls the `step()`
+  /// that leaves a `record_and_save` step (or `stop()` when it ends a window), which returns
+  /// once the handler has; so that step lasts as long as collecting the window and the handler.
+  /// Unset with a schedule: the window's trace is written to a file of its own (named as by
+  /// `profiler::export_window_trace()`) on a thread the profiler owns, and the step only copies
+  /// the window's records out (see `profiler::trace_files()`). Unset without one: nothing is
+  /// called.
   trace_handler on_trace_ready = {};
 };
 

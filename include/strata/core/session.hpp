@@ -27,9 +27,11 @@ inline bool record_order(const record& a, const record& b) noexcept {
   return a_scope && !b_scope;
 }
 
-/// Moves every thread's records of the current session out of the registry into `out`, whose
-/// `start_ticks` must be set.
-inline void collect_session(trace_data& out) {
+/// Moves every thread's records of the session that just ended out of the registry into `out`
+/// (whose `start_ticks` must be set), as they are: one copy of each thread's blocks, nothing
+/// sorted yet (`order_session` does that, on any thread). The registry is then free to begin
+/// the next session.
+inline void take_session(trace_data& out) {
   registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
     thread_track t;
     t.tid = info.tid;
@@ -39,23 +41,23 @@ inline void collect_session(trace_data& out) {
     t.pid = info.pid;
     t.process_name = info.process_name;
     t.timestamps_in_ns = info.timestamps_in_ns;
+    if (info.steps_of) {  // named after its thread as the thread is named now
+      const thread_info& of = *info.steps_of;
+      t.steps = true;
+      t.steps_of = of.tid;
+      t.name = (of.name.empty() ? "thread " + std::to_string(of.tid) : of.name) + " steps";
+      t.exited = of.exited;
+    }
     if (b.chain) {
       t.records.reserve(static_cast<std::size_t>(b.chain->size()));
       if (!b.chain->read(t.records)) out.spill_error = "the spill file could not be read back";
       b.chain->discard();  // the blocks go now, not when the thread next records
+    } else if (info.steps_of) {
+      t.records = std::move(b.steps);
     } else {
       t.records = b.drained.take();
     }
-    // A scope opened in an earlier session and closed in this one landed in this session's
-    // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
-    // recorded), so it is left out rather than shown starting before this session did.
-    // Device tracks only take records while a session runs, so they need no such check.
-    if (!t.timestamps_in_ns)
-      std::erase_if(t.records, [&](const record& r) {
-        return r.kind() == record_kind::scope && r.begin < out.start_ticks;
-      });
     t.lost = b.lost_so_far();
-    std::stable_sort(t.records.begin(), t.records.end(), record_order);
     out.threads.push_back(std::move(t));
   });
   if (std::shared_ptr<block_store> store = registry::instance().store()) {
@@ -68,11 +70,35 @@ inline void collect_session(trace_data& out) {
     store->remove_spill_file();
     store->release_free_blocks();
   }
-  // Host threads first, then each device's tracks.
+}
+
+/// Puts the records `take_session` moved into `out` in order: each track's oldest first (a
+/// parent before its children), host threads first (each steps track just before its thread),
+/// then each device's tracks. Touches nothing but `out`, so it may run on any thread.
+inline void order_session(trace_data& out) {
+  for (thread_track& t : out.threads) {
+    // A scope opened in an earlier session and closed in this one landed in this session's
+    // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
+    // recorded), so it is left out rather than shown starting before this session did.
+    // Device tracks only take records while a session runs, so they need no such check.
+    if (!t.timestamps_in_ns)
+      std::erase_if(t.records, [&](const record& r) {
+        return r.kind() == record_kind::scope && r.begin < out.start_ticks;
+      });
+    std::stable_sort(t.records.begin(), t.records.end(), record_order);
+  }
   std::sort(out.threads.begin(), out.threads.end(), [](const thread_track& a, const thread_track& b) {
     if (a.pid != b.pid) return a.pid < b.pid;
-    return a.sort_index < b.sort_index;
+    if (a.sort_index != b.sort_index) return a.sort_index < b.sort_index;
+    return a.steps && !b.steps;
   });
+}
+
+/// Moves every thread's records of the session that just ended out of the registry into `out`,
+/// in order (`take_session`, then `order_session`).
+inline void collect_session(trace_data& out) {
+  take_session(out);
+  order_session(out);
 }
 
 }  // namespace detail

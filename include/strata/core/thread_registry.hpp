@@ -44,6 +44,7 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/recording_state.hpp"
 #include "strata/core/ring_buffer.hpp"
+#include "strata/core/trace_data.hpp"
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -74,6 +75,9 @@ struct thread_info {
   std::uint64_t pid = 0;         // 0: an OS thread of this process; else a device's process
   std::string process_name;      // a device track's process name
   bool timestamps_in_ns = false; // device tracks: steady_clock ns, not ticks
+  // A steps track (ProfilerStep#N marks): the thread that called step(). Its name and exit are
+  // that thread's, read when the session is collected.
+  std::shared_ptr<thread_info> steps_of;
 };
 
 /// What a session records, as the registry applies it.
@@ -126,9 +130,12 @@ struct thread_buffer {
   // Consumer side of a ring, guarded by the registry's mutex.
   drained_records drained;
   std::uint64_t lost = 0;
+  // A steps track's marks, guarded by the registry's mutex: a few records per session, which a
+  // drained list (its first chunk 128 KiB) would make a step pay for.
+  std::vector<record> steps;
 
   /// Consumer, registry's lock held: records taken so far, and lost so far.
-  std::uint64_t recorded() const { return chain ? chain->size() : drained.size(); }
+  std::uint64_t recorded() const { return chain ? chain->size() : drained.size() + steps.size(); }
   std::uint64_t lost_so_far() const noexcept { return chain ? chain->dropped() : lost; }
 };
 
@@ -170,6 +177,7 @@ class registry {
     }
     device_tracks_.clear();
     device_counts_.clear();
+    step_tracks_.clear();
     __atomic_store_n(&state,
                      (epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
                          (settings.record_args ? record_args_bit : 0u),
@@ -290,6 +298,38 @@ class registry {
     return take;
   }
 
+  /// Appends a step mark (`ProfilerStep#N`: a scope from `begin` to `end` ticks) made by the
+  /// calling thread to that thread's steps track, a track of its own rather than the thread's
+  /// buffer: a scope the thread left open across the step then never partly overlaps the step
+  /// on one track. Taken only while the session captures the framework layer; returns whether
+  /// it was. Cold path (one per step): takes the registry's lock and may allocate.
+  bool append_step(const site* where, std::uint64_t begin, std::uint64_t end) {
+    if (tl_exited) return false;
+    exit_guard& guard = tl_guard;
+    std::lock_guard lock(mutex_);
+    if ((load_state() & layer_set::bit(layer::framework)) == 0) return false;
+    if (!guard.info) {
+      guard.info = std::make_shared<thread_info>();
+      guard.info->tid = current_thread_id();
+      guard.info->order = next_order_++;
+      guard.info->name = os_thread_name();
+    }
+    thread_buffer*& track = step_tracks_[guard.info.get()];
+    if (track == nullptr) {
+      auto info = std::make_shared<thread_info>();
+      info->tid = steps_track_tid(guard.info->tid);
+      info->order = guard.info->order;
+      info->steps_of = guard.info;
+      // Like a device track's, the ring stays unused: marks go to `steps`.
+      auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow,
+                                                    nullptr);
+      track = buffer.get();
+      buffers_.push_back(std::move(buffer));
+    }
+    track->steps.push_back({begin, end, where, 0});
+    return true;
+  }
+
   /// Names the calling thread in traces (like Perfetto's thread_name metadata).
   void set_current_thread_name(std::string name) {
     if (tl_exited) return;  // called from another thread_local's destructor: too late to matter
@@ -369,6 +409,8 @@ class registry {
   // Device tracks of the current session by (pid, tid), and device records taken per pid.
   std::map<std::pair<std::uint64_t, std::uint64_t>, thread_buffer*> device_tracks_;
   std::map<std::uint64_t, std::size_t> device_counts_;
+  // Steps tracks of the current session, by the thread that marks the steps.
+  std::map<const thread_info*, thread_buffer*> step_tracks_;
 };
 
 /// Out of line so that every caller carries one call, not the registry's static-init guard.

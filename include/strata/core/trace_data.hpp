@@ -28,7 +28,20 @@ struct thread_track {
   bool exited = false;          ///< the thread had exited when the session stopped
   std::vector<record> records;
   std::uint64_t lost = 0;       ///< dropped by a full buffer or overwritten before a drain
+  /// A steps track: the `ProfilerStep#N` scopes of a profiler with a schedule, which the thread
+  /// `steps_of` marked by calling `step()`. They are a track of their own (tid
+  /// `steps_track_tid(steps_of)`, named after the thread), so that a scope left open across
+  /// `step()` never partly overlaps a step on one track. It is listed just before its thread,
+  /// with the same `sort_index`.
+  bool steps = false;
+  std::uint64_t steps_of = 0;   ///< a steps track: the tid of the thread that called `step()`
 };
+
+/// The tid of the steps track of thread `tid`: 2^24 + `tid`, above any Linux tid (at most
+/// 2^22), so it is never a real thread's.
+constexpr std::uint64_t steps_track_tid(std::uint64_t tid) noexcept {
+  return (std::uint64_t{1} << 24) + tid;
+}
 
 /// Everything a stopped session captured, with what is needed to turn ticks into time.
 struct trace_data {

@@ -3,7 +3,7 @@
 // Layout of the file (see docs/trace-format.md):
 //   {"displayTimeUnit":"ns",
 //    "otherData":{...flat string and number facts: version, clock, totals...},
-//    "strataThreads":[{pid, tid, name, recorded, dropped, exited}, ...],
+//    "strataThreads":[{pid, tid, name, recorded, dropped, exited[, steps_of]}, ...],
 //    "traceEvents":[metadata (M), then per thread: X, i and C events, oldest first,
 //                   then flow events (s, t, f) along correlation ids]}
 // Timestamps are microseconds on the steady clock with three decimals, so nanoseconds survive.
@@ -314,8 +314,10 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     fmt::format_to(it, "{}{{\"pid\":{},\"tid\":{},\"name\":", i == 0 ? "" : ",",
                    t.pid != 0 ? t.pid : pid, t.tid);
     detail::append_json_string(out, t.name);
-    fmt::format_to(it, ",\"recorded\":{},\"dropped\":{},\"exited\":{}}}", t.records.size(), t.lost,
+    fmt::format_to(it, ",\"recorded\":{},\"dropped\":{},\"exited\":{}", t.records.size(), t.lost,
                    t.exited);
+    if (t.steps) fmt::format_to(it, ",\"steps_of\":{}", t.steps_of);
+    out.push_back('}');
   }
   fmt::format_to(it, "],\n\"traceEvents\":[");
 
@@ -343,6 +345,8 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     w.next_event();
     fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid_of(t), t.tid);
     detail::append_json_string(out, t.name.empty() ? fmt::format("thread {}", t.tid) : t.name);
+    // A steps track says whose steps it holds, so that a reader can tell them from a thread.
+    if (t.steps) fmt::format_to(it, ",\"steps_of\":{}", t.steps_of);
     out.append(std::string_view("}}"));
     w.next_event();
     fmt::format_to(it, "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",

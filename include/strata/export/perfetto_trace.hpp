@@ -7,7 +7,8 @@
 //
 //   sequence 1: track descriptors (written first, and for counters on first use)
 //     root (uuid 0): processes and threads ordered explicitly
-//     host process ── one thread track per thread (named, ranked by registration order)
+//     host process ── one thread track per thread (named, ranked by registration order), and
+//                     one per steps track (a thread's ProfilerStep#N: tid 2^24 + its tid)
 //     NeuronCore k ── "engines" ── Kernel, Tensor, Vector, Scalar, GpSimd, DMA queue q, ...
 //     each process ── one counter track per counter name
 //   sequence 2 + i: the events of data.threads[i], oldest first

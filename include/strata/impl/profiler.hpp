@@ -4,15 +4,23 @@
 
 #include <atomic>
 #include <bit>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#endif
 
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/capture_cores.hpp"
@@ -77,6 +85,150 @@ inline std::recursive_mutex& session_control_mutex() {
   return *m;
 }
 
+/// Writes a window's trace to a file of its own in `dir`, `trace_step<first>-<last>.json`,
+/// adding `.1`, `.2`, … before `.json` while the name exists.
+inline export_result write_window_trace(const trace_data& data, step_window window,
+                                        const std::filesystem::path& dir) {
+  const std::string stem =
+      "trace_step" + std::to_string(window.first) + "-" + std::to_string(window.last);
+  std::filesystem::path path = dir / (stem + ".json");
+  for (int n = 1; std::filesystem::exists(path); ++n)
+    path = dir / (stem + "." + std::to_string(n) + ".json");
+  return write_chrome_trace(data, path);
+}
+
+/// The default `on_trace_ready` of a schedule, off the recording thread: the `step()` that
+/// ends a window only takes its records out of the registry (`take_session`) and queues them;
+/// this writer's thread (started on first use, one per profiler) sorts them, finishes the
+/// clock calibration and writes the file, one window after another in the order they ended,
+/// so each file gets the name it would have got written in `step()`. What it leaves (the files
+/// written, the last window, what failed) is read by the profiler's thread after `wait()`.
+class window_writer {
+ public:
+  window_writer() = default;
+  window_writer(const window_writer&) = delete;
+  window_writer& operator=(const window_writer&) = delete;
+
+  /// Writes what is still queued, then joins the thread. A failure no one has taken is named
+  /// on stderr: nothing else could report it.
+  ~window_writer() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    work_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    for (const std::exception_ptr& f : failures_) report(f);
+  }
+
+  /// Queues an ended window (records taken, not yet ordered) for `dir`.
+  void submit(std::shared_ptr<trace_data> data, step_window window, std::string dir) {
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back({std::move(data), window, std::move(dir)});
+      ++pending_;
+    }
+    work_.notify_one();
+  }
+
+  /// Waits until every queued window is written (or has failed).
+  void wait() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+  /// The files written, oldest first (complete after `wait()`); `add_file` appends one
+  /// written elsewhere. The list is only changed by the writer's thread between `submit()` and
+  /// `wait()`.
+  const std::vector<std::string>& files() const noexcept { return files_; }
+  void add_file(std::string path) {
+    std::lock_guard lock(mutex_);
+    files_.push_back(std::move(path));
+  }
+  void clear_files() {
+    std::lock_guard lock(mutex_);
+    files_.clear();
+  }
+
+  /// The last window it ordered since the previous call, or null.
+  std::shared_ptr<const trace_data> take_last() {
+    std::lock_guard lock(mutex_);
+    return std::move(last_);
+  }
+
+  /// The oldest failure not taken yet, or null; does not wait.
+  std::exception_ptr take_failure() {
+    std::lock_guard lock(mutex_);
+    if (failures_.empty()) return nullptr;
+    std::exception_ptr f = failures_.front();
+    failures_.pop_front();
+    return f;
+  }
+
+  /// Names a failure on stderr, for when it cannot be raised.
+  static void report(const std::exception_ptr& f) noexcept {
+    try {
+      std::rethrow_exception(f);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "strata: writing a window's trace failed: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "strata: writing a window's trace failed\n");
+    }
+  }
+
+ private:
+  struct job {
+    std::shared_ptr<trace_data> data;
+    step_window window;
+    std::string dir;
+  };
+
+  void run() {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), "strata traces");
+#endif
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // closing, and nothing left to write
+      job j = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      bool ordered = false;
+      std::string path;
+      std::exception_ptr failed;
+      try {
+        order_session(*j.data);
+        j.data->clock.finish();
+        ordered = true;
+        path = write_window_trace(*j.data, j.window, j.dir).path;
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lock.lock();
+      if (ordered) last_ = std::move(j.data);
+      if (failed)
+        failures_.push_back(std::move(failed));
+      else
+        files_.push_back(std::move(path));
+      --pending_;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_;  // the thread waits for a window (or for closing)
+  std::condition_variable done_;  // wait() waits for pending_ to reach 0
+  std::deque<job> queue_;
+  std::size_t pending_ = 0;       // queued or being written
+  bool closing_ = false;
+  std::vector<std::string> files_;
+  std::shared_ptr<const trace_data> last_;
+  std::deque<std::exception_ptr> failures_;
+  std::thread thread_;            // started and joined by the profiler's thread only
+};
+
 }  // namespace detail
 
 struct profiler::session {
@@ -109,16 +261,13 @@ struct profiler::session {
       try {
         stop();
       } catch (...) {
-        // stop() throws on allocation failure while collecting, or what on_trace_ready
-        // throws; a destructor has nowhere to report either.
+        // What on_trace_ready threw, an allocation failure while collecting, or a window's
+        // trace that could not be written: a destructor can only name it.
+        detail::window_writer::report(std::current_exception());
       }
     }
   }
 
-  /// Starts the session at step 0 (recording at once without a schedule). Raises
-  /// `strata::error` if another profiler is running or the output directory is no longer
-  /// writable. Records and trace files of an earlier session of this profiler are forgotten
-  /// (the files stay on disk).
   void start() {
     if (started_) throw error("profiler::start() called twice; call stop() first");
     no_reentry("start");
@@ -128,8 +277,10 @@ struct profiler::session {
       throw error("another strata::profiler is recording; stop it before starting this one");
     started_ = true;
     __atomic_store_n(&detail::profiler_started, 1u, __ATOMIC_RELAXED);
-    data_ = trace_data{};
-    trace_files_.clear();
+    writer_.wait();  // nothing is queued once stop() has returned; this keeps it so
+    writer_.take_last();
+    writer_.clear_files();
+    data_ = std::make_shared<const trace_data>();
     window_ = {};
     step_num_ = 0;
     action_ = action_at(config_.schedule, 0);
@@ -138,11 +289,6 @@ struct profiler::session {
     if (failed) std::rethrow_exception(failed);
   }
 
-  /// Ends the current step and enters the next (torch.profiler's `profile.step()`). With a
-  /// schedule this may end a window (collecting it and calling `on_trace_ready`) and start
-  /// another. Without one it only counts. Call it from one thread; an exception thrown by
-  /// `on_trace_ready` is passed on once the profiler is in the new step. Does nothing when
-  /// the profiler is not started.
   void step() {
     if (!started_) return;
     no_reentry("step");
@@ -152,86 +298,66 @@ struct profiler::session {
     action_ = action_at(config_.schedule, step_num_);
     std::exception_ptr failed = transition(prev, action_, false);
     open_step();
+    if (!failed) failed = writer_.take_failure();  // an earlier window that could not be written
     if (failed) std::rethrow_exception(failed);
   }
 
-  /// Stops the session and collects every thread's records of the open window (exited
-  /// threads included), then calls `on_trace_ready` if a window was recording. A scope still
-  /// open at this point is not recorded (as in torch.profiler).
   void stop() {
     if (!started_) return;
     no_reentry("stop");
     close_step();
     std::exception_ptr failed = transition(action_, profiler_action::none, true);
+    settle();
+    // Every window is written now: the first failure not raised yet is raised, any other one
+    // named on stderr, so none goes unreported.
+    for (std::exception_ptr f = writer_.take_failure(); f; f = writer_.take_failure()) {
+      if (!failed)
+        failed = std::move(f);
+      else
+        detail::window_writer::report(f);
+    }
     if (failed) std::rethrow_exception(failed);
   }
 
-  /// Whether the profiler is between `start()` and `stop()` (with a schedule, also during
-  /// steps that do not record).
   bool running() const noexcept { return started_; }
-  /// Whether records are being taken now: a session runs and the step records.
   bool recording() const noexcept { return recording_; }
-  /// The current step: 0 after `start()`, one more after each `step()`.
   std::int64_t step_num() const noexcept { return step_num_; }
-  /// The action of the current step.
   profiler_action current_action() const noexcept { return action_; }
-  /// The first and last steps of the last collected window (or of the one recording now).
   step_window window() const noexcept { return window_; }
 
-  /// Writes the last collected window as Chrome trace JSON to `path` (default:
-  /// `output_dir/trace.json`), atomically. Returns what was written. Raises `strata::error`
-  /// while a window is recording.
   export_result export_perfetto_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_perfetto_trace() needs a stopped session; call stop() first");
     return write_perfetto_trace(
-        data_, path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
-                            : std::filesystem::path(path));
+        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
+                             : std::filesystem::path(path));
   }
 
   export_result export_chrome_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
     return write_chrome_trace(
-        data_, path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
-                            : std::filesystem::path(path));
+        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
+                             : std::filesystem::path(path));
   }
 
-  /// torch.profiler's `prof.key_averages()`: per-op totals of the last collected window, as a
-  /// table object (`table()`, `to_csv()`, `to_json()`). Device time is attributed through
-  /// correlation ids unless `profiler_config::correlate_device_time` is off. Raises
-  /// `strata::error` while a window is recording.
-  ///
-  /// **Example**
-  /// ```cpp
-  /// std::puts(prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10}).c_str());
-  /// ```
   averages key_averages(key_averages_options options = {}) const {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
-    return strata::key_averages(data_, options);
+    return strata::key_averages(data(), options);
   }
 
-  /// Writes the last collected window to a file of its own,
-  /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
-  /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …
-  /// before `.json` while the name exists, so an earlier file is never overwritten. This is
-  /// the default `on_trace_ready` with a schedule. The path is added to `trace_files()`.
   export_result export_window_trace() {
     if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
-    const std::string stem =
-        "trace_step" + std::to_string(window_.first) + "-" + std::to_string(window_.last);
-    const std::filesystem::path dir(config_.output_dir);
-    std::filesystem::path path = dir / (stem + ".json");
-    for (int n = 1; std::filesystem::exists(path); ++n)
-      path = dir / (stem + "." + std::to_string(n) + ".json");
-    export_result r = write_chrome_trace(data_, path);
-    trace_files_.push_back(r.path);
+    const trace_data& d = data();  // after the windows being written in the background
+    export_result r = detail::write_window_trace(d, window_, config_.output_dir);
+    writer_.add_file(r.path);
     return r;
   }
 
-  /// The files `export_window_trace()` wrote since `start()`, oldest first.
-  const std::vector<std::string>& trace_files() const noexcept { return trace_files_; }
+  const std::vector<std::string>& trace_files() const noexcept {
+    settle();
+    return writer_.files();
+  }
 
-  /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
   profiler_stats stats() const {
     profiler_stats s;
     if (recording_) {
@@ -251,21 +377,26 @@ struct profiler::session {
       }
       return s;
     }
-    s.recorded = data_.recorded();
-    s.dropped = data_.lost();
-    s.threads = data_.threads.size();
-    s.spilled = data_.spilled;
-    s.spill_bytes = data_.spill_bytes;
-    s.peak_memory = data_.peak_memory;
-    s.memory_waits = data_.memory_waits;
-    s.spill_error = data_.spill_error;
+    const trace_data& d = data();
+    s.recorded = d.recorded();
+    s.dropped = d.lost();
+    s.threads = d.threads.size();
+    s.spilled = d.spilled;
+    s.spill_bytes = d.spill_bytes;
+    s.peak_memory = d.peak_memory;
+    s.memory_waits = d.memory_waits;
+    s.spill_error = d.spill_error;
     return s;
   }
 
-  /// What the last collected window (the whole session without a schedule) captured.
-  const trace_data& data() const noexcept { return data_; }
+  // While a window records: its facts so far (no records yet). Otherwise the last collected
+  // window, once the background writer has ordered it.
+  const trace_data& data() const noexcept {
+    if (recording_) return recording_data_;
+    settle();
+    return *data_;
+  }
   const profiler_config& config() const noexcept { return config_; }
-  /// The cores of `config().capture_cores`.
   const core_set& capture_cores() const noexcept { return cores_; }
 
   void no_reentry(const char* what) const {
@@ -274,17 +405,29 @@ struct profiler::session {
                   "the handler may only read the profiler and export its trace");
   }
 
+  // Waits for the windows being written in the background; the last of them becomes data().
+  void settle() const noexcept {
+    writer_.wait();
+    if (std::shared_ptr<const trace_data> last = writer_.take_last()) data_ = std::move(last);
+  }
+
+  // With a schedule and no on_trace_ready, each window's trace is written in the background.
+  bool writes_in_background() const noexcept {
+    return !config_.on_trace_ready && config_.schedule.enabled();
+  }
+
   // torch.profiler's transition table, with nothing to prepare in warmup. `exiting`: the
   // transition of stop() (`next` is then ignored). Returns what on_trace_ready threw, so the
   // caller finishes its own bookkeeping first.
   std::exception_ptr transition(profiler_action prev, profiler_action next, bool exiting) {
     const bool next_records = !exiting && is_recording(next);
+    std::shared_ptr<trace_data> ended;
     bool ready = false;
     if (prev == profiler_action::record_and_save) {
-      end_window();
+      ended = end_window();
       ready = true;
     } else if (prev == profiler_action::record && !next_records) {
-      end_window();
+      ended = end_window();
       ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
     }
     if (exiting) {
@@ -293,21 +436,36 @@ struct profiler::session {
       detail::active_profiler.store(nullptr);
     }
     std::exception_ptr failed;
-    if (ready) failed = trace_ready();
+    if (ended) {
+      if (ready && writes_in_background()) {
+        try {
+          writer_.submit(std::move(ended), window_, config_.output_dir);
+        } catch (...) {
+          failed = std::current_exception();  // no thread to write it: the window is lost
+        }
+      } else {
+        // on_trace_ready runs here, as in torch, with the window collected.
+        detail::order_session(*ended);
+        ended->clock.finish();
+        settle();
+        data_ = std::move(ended);
+        if (ready) failed = trace_ready();
+      }
+    }
     if (next_records && !recording_) begin_window();
     return failed;
   }
 
   void begin_window() {
-    data_ = trace_data{};
-    data_.pid = static_cast<std::uint64_t>(atomic_file::process_id());
-    data_.process_name = config_.process_name;
-    data_.layers = config_.layers;
-    data_.buffer_capacity = config_.buffer_capacity;
-    data_.overflow = config_.overflow;
-    if (config_.overflow == overflow_policy::drop_newest) data_.memory_limit = config_.memory_limit;
-    data_.clock = clock_calibration::begin();
-    data_.start_ticks = clock::now();
+    recording_data_ = trace_data{};
+    recording_data_.pid = static_cast<std::uint64_t>(atomic_file::process_id());
+    recording_data_.process_name = config_.process_name;
+    recording_data_.layers = config_.layers;
+    recording_data_.buffer_capacity = config_.buffer_capacity;
+    recording_data_.overflow = config_.overflow;
+    if (config_.overflow == overflow_policy::drop_newest) recording_data_.memory_limit = config_.memory_limit;
+    recording_data_.clock = clock_calibration::begin();
+    recording_data_.start_ticks = clock::now();
     window_ = {step_num_, step_num_};
     recording_ = true;
     detail::registry::instance().begin_session({.layers = config_.layers,
@@ -319,28 +477,28 @@ struct profiler::session {
                                                 .blocks = {.memory_limit = config_.memory_limit,
                                                            .spill = config_.spill,
                                                            .spill_dir = config_.output_dir,
-                                                           .pid = data_.pid}});
+                                                           .pid = recording_data_.pid}});
   }
 
-  void end_window() {
-    auto& reg = detail::registry::instance();
-    reg.end_session();
-    data_.stop_ticks = clock::now();
+  // Ends the registry's session and takes its records, unordered: what must happen before the
+  // next window may begin. Ordering them and finishing the clock can wait.
+  std::shared_ptr<trace_data> end_window() {
+    detail::registry::instance().end_session();
+    auto ended = std::make_shared<trace_data>(std::move(recording_data_));
+    ended->stop_ticks = clock::now();
     recording_ = false;
-    detail::collect_session(data_);
-    data_.clock.finish();
+    detail::take_session(*ended);
+    return ended;
   }
 
+  // on_trace_ready, on the thread that ended the window (the default handler of a schedule
+  // runs on the window writer's thread instead).
   std::exception_ptr trace_ready() {
-    const bool use_default = !config_.on_trace_ready && config_.schedule.enabled();
-    if (!config_.on_trace_ready && !use_default) return nullptr;
+    if (!config_.on_trace_ready) return nullptr;
     in_handler_ = true;
     std::exception_ptr failed;
     try {
-      if (use_default)
-        export_window_trace();
-      else
-        config_.on_trace_ready(owner_);
+      config_.on_trace_ready(owner_);
     } catch (...) {
       failed = std::current_exception();
     }
@@ -349,7 +507,7 @@ struct profiler::session {
   }
 
   // ProfilerStep#N: opened after the transition into step N, closed before the next one, so
-  // a window holds exactly its own steps.
+  // a window holds exactly its own steps. It goes to the stepping thread's steps track.
   void open_step() {
     step_begin_ = 0;
     if (!recording_) return;
@@ -360,15 +518,19 @@ struct profiler::session {
   }
 
   void close_step() {
-    if (step_begin_ != 0 && recording_) append_record(step_site_, step_begin_, clock::now());
+    if (step_begin_ != 0 && recording_)
+      detail::registry::instance().append_step(step_site_, step_begin_, clock::now());
     step_begin_ = 0;
   }
 
   profiler& owner_;
   profiler_config config_;
   core_set cores_;
-  trace_data data_;
-  std::vector<std::string> trace_files_;
+  trace_data recording_data_;  // the facts of the window being recorded (its records come at its end)
+  // The last collected window; replaced by settle() (from const accessors) when the background
+  // writer has ordered a newer one.
+  mutable std::shared_ptr<const trace_data> data_ = std::make_shared<const trace_data>();
+  mutable detail::window_writer writer_;
   step_window window_;
   std::int64_t step_num_ = 0;
   profiler_action action_ = profiler_action::none;
