@@ -25,6 +25,7 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
+#include "strata/core/track_reader.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/intern.hpp"
 #include "strata/core/profiler_config.hpp"
@@ -152,7 +153,7 @@ class window_writer {
   }
 
   /// The last window it ordered since the previous call, or null.
-  std::shared_ptr<const trace_data> take_last() {
+  std::shared_ptr<trace_data> take_last() {
     std::lock_guard lock(mutex_);
     return std::move(last_);
   }
@@ -224,7 +225,7 @@ class window_writer {
   std::size_t pending_ = 0;       // queued or being written
   bool closing_ = false;
   std::vector<std::string> files_;
-  std::shared_ptr<const trace_data> last_;
+  std::shared_ptr<trace_data> last_;
   std::deque<std::exception_ptr> failures_;
   std::thread thread_;            // started and joined by the profiler's thread only
 };
@@ -280,7 +281,7 @@ struct profiler::session {
     writer_.wait();  // nothing is queued once stop() has returned; this keeps it so
     writer_.take_last();
     writer_.clear_files();
-    data_ = std::make_shared<const trace_data>();
+    data_ = std::make_shared<trace_data>();
     window_ = {};
     step_num_ = 0;
     action_ = action_at(config_.schedule, 0);
@@ -328,26 +329,26 @@ struct profiler::session {
   export_result export_perfetto_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_perfetto_trace() needs a stopped session; call stop() first");
     return write_perfetto_trace(
-        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
+        collected(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
                              : std::filesystem::path(path));
   }
 
   export_result export_chrome_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
     return write_chrome_trace(
-        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
+        collected(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
                              : std::filesystem::path(path));
   }
 
   averages key_averages(key_averages_options options = {}) const {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
-    return strata::key_averages(data(), options);
+    return strata::key_averages(collected(), options);
   }
 
   export_result export_window_trace() {
     if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
-    const trace_data& d = data();  // after the windows being written in the background
+    const trace_data& d = collected();  // after the windows being written in the background
     export_result r = detail::write_window_trace(d, window_, config_.output_dir);
     writer_.add_file(r.path);
     return r;
@@ -377,7 +378,7 @@ struct profiler::session {
       }
       return s;
     }
-    const trace_data& d = data();
+    const trace_data& d = collected();
     s.recorded = d.recorded();
     s.dropped = d.lost();
     s.threads = d.threads.size();
@@ -390,9 +391,24 @@ struct profiler::session {
   }
 
   // While a window records: its facts so far (no records yet). Otherwise the last collected
-  // window, once the background writer has ordered it.
+  // window, once the background writer has ordered it, with its spilled records read back.
   const trace_data& data() const noexcept {
     if (recording_) return recording_data_;
+    trace_data& d = collected();
+    if (d.spill) {
+      try {
+        detail::load_spilled(d);
+      } catch (const std::exception& e) {
+        // The tracks keep what was in memory; the spilled part stays readable by the writers.
+        d.spill_error = e.what();
+      }
+    }
+    return d;
+  }
+
+  // The last collected window as it was collected: the trace writers and tables read its
+  // spilled records from the spill file, a block at a time.
+  trace_data& collected() const noexcept {
     settle();
     return *data_;
   }
@@ -408,7 +424,7 @@ struct profiler::session {
   // Waits for the windows being written in the background; the last of them becomes data().
   void settle() const noexcept {
     writer_.wait();
-    if (std::shared_ptr<const trace_data> last = writer_.take_last()) data_ = std::move(last);
+    if (std::shared_ptr<trace_data> last = writer_.take_last()) data_ = std::move(last);
   }
 
   // With a schedule and no on_trace_ready, each window's trace is written in the background.
@@ -477,7 +493,8 @@ struct profiler::session {
                                                 .blocks = {.memory_limit = config_.memory_limit,
                                                            .spill = config_.spill,
                                                            .spill_dir = config_.output_dir,
-                                                           .pid = recording_data_.pid}});
+                                                           .pid = recording_data_.pid,
+                                                           .start_ticks = recording_data_.start_ticks}});
   }
 
   // Ends the registry's session and takes its records, unordered: what must happen before the
@@ -529,7 +546,7 @@ struct profiler::session {
   trace_data recording_data_;  // the facts of the window being recorded (its records come at its end)
   // The last collected window; replaced by settle() (from const accessors) when the background
   // writer has ordered a newer one.
-  mutable std::shared_ptr<const trace_data> data_ = std::make_shared<const trace_data>();
+  mutable std::shared_ptr<trace_data> data_ = std::make_shared<trace_data>();
   mutable detail::window_writer writer_;
   step_window window_;
   std::int64_t step_num_ = 0;
