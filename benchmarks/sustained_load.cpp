@@ -2,7 +2,8 @@
 // made, kept, lost and spilled, and how much memory the process used.
 //
 //   sustained_load lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]
-//                  [--memory-limit-mb M] [--no-spill] [--ring RECORDS]
+//                  [--memory-limit-mb M] [--no-spill] [--ring RECORDS] [--nested]
+//                  [--export] [--table]
 //
 // N recording threads (default 2) each record R scopes per second (default 5,000,000; 0: as
 // fast as they can) for S seconds (default 4), pacing themselves against steady_clock in
@@ -11,11 +12,20 @@
 // "lossless" uses the default settings (only output_dir set; --memory-limit-mb and --no-spill
 // change them) and must lose nothing (with --no-spill: keep exactly the limit's blocks plus one
 // per thread); "flight" is a flight recorder (overwrite_oldest) keeping
-// the newest RECORDS - 1 per thread (default 2^18) in constant memory.
+// the newest RECORDS - 1 per thread (default 2^18) in constant memory. --nested records ops of
+// three nested scopes each (4 records an op) instead of flat scopes, so blocks hold parents
+// after their children and scopes span blocks.
 //
 // Memory: VmHWM (peak RSS) is read from /proc/self/status just before stop(), while the
 // session holds its records (in memory up to the limit, the rest spilled), and again after
-// stop() has collected them into trace_data (the whole session in memory, as an export needs).
+// stop() has collected them (what stayed in memory is copied out of the blocks; what was
+// spilled stays in the spill file).
+//
+// --table then computes key_averages, and --export writes the session as Chrome JSON (into the
+// temporary directory, removed afterwards) three times as it was collected
+// (profiler::export_chrome_trace: spilled records read from the spill file), then three times
+// from memory once profiler::data() has read everything back; each timed, with its own peak RSS
+// (VmHWM reset before it through /proc/self/clear_refs).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,10 +37,12 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "strata/core/macros.hpp"
 #include "strata/core/trace_data.hpp"
+#include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
 
 namespace {
@@ -46,8 +58,14 @@ double memory_mib(const char* field) {
   return -1;
 }
 
+// Resets VmHWM to the current RSS, so the next reading is the peak of what follows.
+void reset_peak_memory() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
 // Records scopes at `per_second` (0: unpaced) until `until`, in batches; returns how many.
-std::uint64_t record_paced(double per_second, std::chrono::steady_clock::time_point until) {
+// `nested`: each op is a scope holding three (4 records an op).
+std::uint64_t record_paced(double per_second, std::chrono::steady_clock::time_point until, bool nested) {
   using clock = std::chrono::steady_clock;
   constexpr int batch = 4096;
   const auto start = clock::now();
@@ -58,8 +76,17 @@ std::uint64_t record_paced(double per_second, std::chrono::steady_clock::time_po
     if (now >= until) break;
     const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(ns_per_batch * static_cast<double>(b)));
     if (now < due) std::this_thread::sleep_until(due);  // ahead of the schedule: wait for it
-    for (int i = 0; i < batch; ++i) {
-      STRATA_SCOPE("sustained");
+    if (nested) {
+      for (int i = 0; i < batch / 4; ++i) {
+        STRATA_SCOPE("sustained op");
+        for (int k = 0; k < 3; ++k) {
+          STRATA_SCOPE("sustained kernel");
+        }
+      }
+    } else {
+      for (int i = 0; i < batch; ++i) {
+        STRATA_SCOPE("sustained");
+      }
     }
     made += batch;
   }
@@ -75,6 +102,9 @@ struct options {
   std::size_t memory_limit_mb = 0;  // 0: the default
   bool spill = true;
   std::size_t ring = std::size_t{1} << 18;
+  bool nested = false;
+  bool export_trace = false;
+  bool table = false;
 };
 
 bool parse(int argc, char** argv, options& o) {
@@ -87,6 +117,9 @@ bool parse(int argc, char** argv, options& o) {
     const bool has_value = i + 1 < argc;
     if (a == "--contention") o.contention = true;
     else if (a == "--no-spill") o.spill = false;
+    else if (a == "--nested") o.nested = true;
+    else if (a == "--export") o.export_trace = true;
+    else if (a == "--table") o.table = true;
     else if (a == "--seconds" && has_value) o.seconds = std::strtod(argv[++i], nullptr);
     else if (a == "--rate" && has_value) o.rate = std::strtod(argv[++i], nullptr);
     else if (a == "--threads" && has_value) o.threads = std::atoi(argv[++i]);
@@ -104,7 +137,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: %s lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]\n"
-                 "       [--memory-limit-mb M] [--no-spill] [--ring RECORDS]\n",
+                 "       [--memory-limit-mb M] [--no-spill] [--ring RECORDS] [--nested] [--export] [--table]\n",
                  argv[0]);
     return 2;
   }
@@ -135,7 +168,7 @@ int main(int argc, char** argv) {
   std::vector<std::uint64_t> made(static_cast<std::size_t>(o.threads));
   std::vector<std::thread> workers;
   for (int t = 0; t < o.threads; ++t)
-    workers.emplace_back([&, t] { made[static_cast<std::size_t>(t)] = record_paced(o.rate, until); });
+    workers.emplace_back([&, t] { made[static_cast<std::size_t>(t)] = record_paced(o.rate, until, o.nested); });
   // The main thread samples memory once a second while the workers record.
   std::vector<double> rss_samples;
   while (std::chrono::steady_clock::now() + std::chrono::seconds(1) < until) {
@@ -183,6 +216,57 @@ int main(int argc, char** argv) {
   const bool ok = accounted && (o.flight     ? s.recorded <= o.threads * (o.ring - 1)
                                 : o.spill   ? s.dropped == 0
                                             : s.recorded == std::min(total, no_spill_keeps));
-  std::printf("check           %s\n", ok ? "ok" : "FAILED");
-  return ok ? 0 : 1;
+  bool exported = true;
+  if (o.table) {
+    reset_peak_memory();
+    const auto k0 = std::chrono::steady_clock::now();
+    const strata::averages a = prof.key_averages();
+    const double table_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
+    std::printf("key_averages    %.2f s = %.2f M records/s, %zu rows; VmHWM %.1f MiB during\n", table_s,
+                static_cast<double>(s.recorded) / table_s / 1e6, a.rows.size(), memory_mib("VmHWM"));
+  }
+  if (o.export_trace) {
+    // Three exports as the session was collected (spilled records read from the spill file),
+    // then, once data() has read them back into memory, three of the same records from memory:
+    // the same trace both ways, in one process, so the ratio is not the machine's mood.
+    const std::string path = config.output_dir + "/sustained.json";
+    const auto timed_export = [&](auto&& write) {
+      reset_peak_memory();
+      const auto e0 = std::chrono::steady_clock::now();
+      const strata::export_result r = write();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+      exported = exported && r.events >= s.recorded;
+      std::filesystem::remove(path);
+      return std::pair<double, double>(seconds, static_cast<double>(r.bytes) / 1048576.0);
+    };
+    std::vector<double> streamed, in_memory;
+    double hwm_streamed = 0, json_mib = 0;
+    const double rss_streamed = memory_mib("VmRSS");
+    for (int i = 0; i < 3; ++i) {
+      const auto [seconds, mib] = timed_export([&] { return prof.export_chrome_trace(path); });
+      streamed.push_back(seconds);
+      json_mib = mib;
+      hwm_streamed = std::max(hwm_streamed, memory_mib("VmHWM"));
+    }
+    const auto l0 = std::chrono::steady_clock::now();
+    const strata::trace_data& all = prof.data();  // reads the spilled records back
+    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
+    const double rss_loaded = memory_mib("VmRSS");
+    for (int i = 0; i < 3; ++i)
+      in_memory.push_back(timed_export([&] { return strata::write_chrome_trace(all, path); }).first);
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const double records = static_cast<double>(s.recorded);
+    std::printf("export          %.0f MiB of JSON; as collected: median %.2f s = %.2f M records/s "
+                "(VmRSS %.1f MiB before, VmHWM %.1f MiB during)\n",
+                json_mib, median(streamed), records / median(streamed) / 1e6, rss_streamed, hwm_streamed);
+    std::printf("                read back by data() in %.2f s (VmRSS %.1f MiB), then from memory: "
+                "median %.2f s = %.2f M records/s; ratio %.2f\n",
+                load_s, rss_loaded, median(in_memory), records / median(in_memory) / 1e6,
+                median(in_memory) / median(streamed));
+  }
+  std::printf("check           %s\n", ok && exported ? "ok" : "FAILED");
+  return ok && exported ? 0 : 1;
 }

@@ -180,7 +180,10 @@ class profiler {
 
   /// What the last collected window (the whole session without a schedule) captured
   /// (strata/core/session.hpp defines it), once the window writer is done with it; while a
-  /// window records, that window's facts so far (its records come when it ends).
+  /// window records, that window's facts so far (its records come when it ends). Records a
+  /// lossless session spilled to disk are read back into memory by the first call (the
+  /// profiler's own exports and `key_averages()` read them from the spill file instead, in
+  /// bounded memory); if that fails, `spill_error` says why and the tracks hold the rest.
   const trace_data& data() const noexcept;
   const profiler_config& config() const noexcept;
   /// The cores of `config().capture_cores` (strata/core/capture_cores.hpp defines core_set).

@@ -119,27 +119,31 @@ class block_chain {
     return ok;
   }
 
-  /// Consumer, once the session has stopped and the store's writer with it: where the chain's
-  /// spilled blocks are in the spill file, in order (`spilled`), and every other record,
-  /// appended to `in_memory`. The spilled blocks are the chain's oldest: the writer spills the
-  /// oldest full blocks of the session first.
-  void read_split(std::vector<spill_extent>& spilled, std::vector<record>& in_memory) const {
+  /// Consumer, once the session has stopped and the store's writer with it: takes the chain's
+  /// records out. Where its spilled blocks are in the spill file, in order, goes to `spilled`;
+  /// every other record is appended to `in_memory`, each block freed once copied, so collecting
+  /// a session holds about its memory limit, not twice that. The spilled blocks are the chain's
+  /// oldest (the writer spills the session's oldest full blocks first). The current block stays,
+  /// for a late write of a thread that passed its gate before the session ended.
+  void take(std::vector<spill_extent>& spilled, std::vector<record>& in_memory) {
     std::lock_guard lock(store_->mutex());
-    for (const block_entry& e : entries_) {
-      if (e.where == block_entry::place::spilled)
+    std::size_t n = 0;
+    for (const block_entry& e : entries_)
+      if (e.where != block_entry::place::spilled) n += e.count;
+    const record* const current_end = current_ != nullptr ? cursor_->acquire_next() : nullptr;
+    const record* const current_begin = current_ != nullptr ? current_->begin() : nullptr;
+    n += static_cast<std::size_t>(current_end - current_begin);
+    in_memory.reserve(in_memory.size() + n);  // pages come as records are copied in
+    for (block_entry& e : entries_) {
+      if (e.where == block_entry::place::spilled) {
         spilled.push_back({e.offset, e.count});
-      else
-        store_->read_locked(e, in_memory);  // in memory: cannot fail
+        continue;
+      }
+      store_->read_locked(e, in_memory);  // in memory: cannot fail
+      store_->forget_locked(e);
     }
-    if (current_ != nullptr) in_memory.insert(in_memory.end(), current_->begin(), cursor_->acquire_next());
-  }
-
-  /// Consumer, once the chain's records are collected: frees its blocks (the current block
-  /// stays, for a late write of a thread that passed its gate before the session ended).
-  void discard() {
-    std::lock_guard lock(store_->mutex());
-    for (block_entry& e : entries_) store_->forget_locked(e);
     entries_.clear();
+    in_memory.insert(in_memory.end(), current_begin, current_end);
   }
 
   /// Consumer, with the registry's lock held: records so far (stored, whether in memory or

@@ -162,7 +162,6 @@ class block_store {
           ++allocated_;
           note_peak_locked();
         }
-        ++current_;
         wake_writer_if_due_locked();
         return b;
       }
@@ -177,7 +176,6 @@ class block_store {
   /// With the lock held: the thread's full (or, at its exit, part-filled) block moves to its
   /// chain as `entry`; the writer may spill it once the limit is near.
   void hand_off_locked(block_entry& entry) {
-    --current_;
     ++full_;
     fifo_.push_back(&entry);
     wake_writer_if_due_locked();
@@ -186,7 +184,6 @@ class block_store {
   /// With the lock held: a block no longer needed (a thread's current block when it exits, after
   /// its records were copied out) goes back to the free list.
   void give_back_locked(record_block* b) {
-    --current_;
     if (full_ + free_.size() < max_blocks_) {
       free_.push_back(b);
       freed_.notify_all();
@@ -213,7 +210,6 @@ class block_store {
   void release_current_locked(record_block* b) {
     free_block(b);
     --allocated_;
-    --current_;
   }
 
   /// Appends `entry`'s records to `out`; false if its spilled records cannot be read back.
@@ -247,6 +243,13 @@ class block_store {
     return s;
   }
 
+  /// Once the writer is stopped (the session is being collected): nothing more is spilled, so
+  /// forgetting the blocks still in memory need not look for them in the spill queue.
+  void clear_spill_queue() {
+    std::lock_guard lock(mutex_);
+    fifo_.clear();
+  }
+
   /// Once the writer is stopped (the session is being collected): the spill file, its name
   /// removed, or null if nothing was spilled.
   std::shared_ptr<const spill_file> take_spill_file() {
@@ -274,8 +277,6 @@ class block_store {
     allocated_ -= free_.size();
     free_.clear();
   }
-
-  std::size_t max_blocks() const noexcept { return max_blocks_; }
 
  private:
   // Wakes the writer when a wake-up is worth its cost to the recording thread (a futex call):
@@ -418,7 +419,6 @@ class block_store {
   std::vector<record_block*> free_;
   std::deque<block_entry*> fifo_;  // full blocks in memory, oldest first: the next to spill
   std::size_t allocated_ = 0;
-  std::size_t current_ = 0;        // blocks that are some thread's current block
   std::size_t full_ = 0;           // full blocks in memory (spilling ones included)
   bool paused_ = false;
   bool failed_ = false;            // a spill write failed: no more spilling this session

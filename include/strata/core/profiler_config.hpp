@@ -44,8 +44,8 @@ struct profiler_config {
   /// it, full blocks go to a spill file in `output_dir` (see `spill`). At least 64 KiB.
   std::size_t memory_limit = std::size_t{256} << 20;
   /// Lossless sessions: past `memory_limit`, write full blocks to a spill file in `output_dir`
-  /// (read back when the session is collected, then removed) instead of dropping the newest
-  /// records. A failed spill write is reported once on stderr and in `stats()`; recording goes
+  /// (read back a block at a time by the exports and tables; its name is removed when the
+  /// session is collected) instead of dropping the newest records. A failed spill write is reported once on stderr and in `stats()`; recording goes
   /// on in memory up to the limit.
   bool spill = true;
   /// The process name shown in traces; empty: the program's name.

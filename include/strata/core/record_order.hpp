@@ -28,6 +28,20 @@ inline void sort_records(record* first, std::size_t n) {
   if (!std::is_sorted(first, first + n, record_order)) std::stable_sort(first, first + n, record_order);
 }
 
+/// Sorts one block's records (at most a block: 2048) by `record_order`, stably. A block holds
+/// scopes in the order they ended, so each record is out of place only by the records it
+/// encloses that share the block; an insertion sort moves each that far and no further, and
+/// needs no buffer (std::stable_sort allocates one on every call).
+inline void sort_block(record* first, std::size_t n) noexcept {
+  for (std::size_t i = 1; i < n; ++i) {
+    if (!record_order(first[i], first[i - 1])) continue;
+    const record r = first[i];
+    std::size_t j = i;
+    for (; j > 0 && record_order(r, first[j - 1]); --j) first[j] = first[j - 1];
+    first[j] = r;
+  }
+}
+
 /// A thread writes a scope's record when the scope ends, so its blocks hold records in order of
 /// their end, and a trace lists them in order of their begin. Sorting each block is not enough:
 /// a scope still open when a block filled (an ancestor of records in it) is written to a later

@@ -25,6 +25,7 @@ namespace detail {
 /// the next session.
 inline void take_session(trace_data& out) {
   const std::shared_ptr<block_store> store = registry::instance().store();
+  if (store) store->clear_spill_queue();
   registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
     thread_track t;
     t.tid = info.tid;
@@ -45,8 +46,7 @@ inline void take_session(trace_data& out) {
       // What was spilled stays in the spill file (the trace writers read it from there); the
       // rest is copied out of the blocks, and the records not in order set apart as the writer
       // did for the spilled blocks before them (record_order.hpp).
-      b.chain->read_split(t.spilled.extents, t.records);
-      b.chain->discard();  // the blocks go now, not when the thread next records
+      b.chain->take(t.spilled.extents, t.records);  // the blocks go now, not at the next record
       if (!t.spilled.empty()) {
         spilled_thread noted = store->take_spilled(info.order);
         const std::size_t kept =

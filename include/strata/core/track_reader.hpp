@@ -47,7 +47,7 @@ void read_track(const trace_data& data, const thread_track& track, F&& f) {
       throw error("cannot read the spill file back (" + std::to_string(e.count) + " records at byte " +
                   std::to_string(e.offset) + ")");
     const std::size_t kept = order.split(block.data(), e.count, block.data(), nullptr);
-    sort_records(block.data(), kept);
+    sort_block(block.data(), kept);
     out.clear();
     for (std::size_t i = 0; i < kept; ++i) {
       while (next_late < late.size() && record_order(late[next_late], block[i])) out.push_back(late[next_late++]);
