@@ -71,7 +71,7 @@ class block_order {
         if (late != nullptr) late->push_back(r);
         continue;
       }
-      if (kept != nullptr) kept[k] = r;
+      if (kept != nullptr && (kept != block || k != i)) kept[k] = r;
       ++k;
       if (!any || record_order(greatest, r)) greatest = r;
       any = true;

@@ -36,10 +36,21 @@ void read_track(const trace_data& data, const thread_track& track, F&& f) {
   if (!data.spill) throw error("a spilled track without its spill file");
   const std::vector<record>& late = track.spilled.late;
   std::size_t next_late = 0;
-  // Runs of at most a block, merged into `out`; `block` holds a block as read and split.
+  // `block` holds a block as read, then split and sorted in place.
   std::vector<record> block(record_block::capacity);
-  std::vector<record> out;
-  out.reserve(2 * record_block::capacity);
+  // Passes [first, last), a run in order, with the late records that go before its records
+  // merged in: runs between them go to `f` as they are, without a copy.
+  const auto merge_late = [&](const record* first, const record* const last) {
+    for (; next_late < late.size() && first != last; ++next_late) {
+      const record& l = late[next_late];
+      const record* upto = std::partition_point(first, last, [&](const record& r) { return !record_order(l, r); });
+      if (upto == last) break;  // l goes after this run
+      if (upto != first) f(first, static_cast<std::size_t>(upto - first));
+      f(&l, 1);
+      first = upto;
+    }
+    if (first != last) f(first, static_cast<std::size_t>(last - first));
+  };
   block_order order(data.start_ticks);
   for (const spill_extent& e : track.spilled.extents) {
     if (e.count > block.size()) block.resize(e.count);
@@ -48,24 +59,11 @@ void read_track(const trace_data& data, const thread_track& track, F&& f) {
                   std::to_string(e.offset) + ")");
     const std::size_t kept = order.split(block.data(), e.count, block.data(), nullptr);
     sort_block(block.data(), kept);
-    out.clear();
-    for (std::size_t i = 0; i < kept; ++i) {
-      while (next_late < late.size() && record_order(late[next_late], block[i])) out.push_back(late[next_late++]);
-      out.push_back(block[i]);
-    }
-    if (!out.empty()) f(out.data(), out.size());
+    merge_late(block.data(), block.data() + kept);
   }
-  // The records that stayed in memory are in order already; the late records go in between.
-  const record* at = track.records.data();
-  const record* const end = at + track.records.size();
-  for (; next_late < late.size(); ++next_late) {
-    const record& l = late[next_late];
-    const record* upto = std::partition_point(at, end, [&](const record& r) { return !record_order(l, r); });
-    if (upto != at) f(at, static_cast<std::size_t>(upto - at));
-    f(&l, 1);
-    at = upto;
-  }
-  if (at != end) f(at, static_cast<std::size_t>(end - at));
+  // The records that stayed in memory are in order already; then what is left of the late ones.
+  merge_late(track.records.data(), track.records.data() + track.records.size());
+  for (; next_late < late.size(); ++next_late) f(&late[next_late], 1);
 }
 
 /// Reads the spilled records of every track of `data` back into its `records`, in order, and
