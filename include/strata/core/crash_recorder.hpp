@@ -29,6 +29,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strata/core/clock.hpp"
@@ -65,9 +67,11 @@ class crash_recorder {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return "cannot create the crash dump file '" + path + "': " + std::strerror(errno);
     try {
-      out_ = std::make_unique<char[]>(out_bytes);
-      sites_ = std::make_unique<const site*[]>(site_slots);
-      alt_stack_ = std::make_unique<char[]>(alt_stack_bytes);
+      // Kept from one session to the next: a thread may still have the alternate stack
+      // installed (stop() may run on another thread than start()), so it is never freed.
+      if (!out_) out_ = std::make_unique<char[]>(out_bytes);
+      if (!sites_) sites_ = std::make_unique<const site*[]>(site_slots);
+      if (!alt_stack_) alt_stack_ = std::make_unique<char[]>(alt_stack_bytes);
     } catch (...) {
       ::close(fd);
       ::unlink(path.c_str());
@@ -135,15 +139,22 @@ class crash_recorder {
     crash_recorder* self = armed_.load(std::memory_order_acquire);
     std::size_t index = 0;
     while (index < signal_count && crash_signals[index] != sig) ++index;
-    if (self == nullptr || index == signal_count) return;
-    if (in_handler_.exchange(true)) {
-      // A crash inside the handler (or a second thread crashing meanwhile): no second dump.
-      // The default action for this signal, which is what the first crash leads to anyway.
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      sigemptyset(&dfl.sa_mask);
-      ::sigaction(sig, &dfl, nullptr);
-      ::raise(sig);
+    if (self == nullptr || index == signal_count) {  // disarmed meanwhile
+      default_action(sig);
+      return;
+    }
+    const auto tid = static_cast<long>(::syscall(SYS_gettid));
+    long expected = 0;
+    if (!dumping_thread_.compare_exchange_strong(expected, tid)) {
+      // Another thread is writing the dump: let it finish (it ends the process), for up to
+      // 10 s in case it is itself stuck. On the dumping thread itself, a crash inside the
+      // handler: no waiting. Either way no second dump, but the default action, which is
+      // what the first crash leads to anyway.
+      for (int i = 0; expected != tid && i < 10000; ++i) {
+        timespec pause{0, 1000000};
+        ::nanosleep(&pause, nullptr);
+      }
+      default_action(sig);
       return;
     }
     self->write_dump(sig);
@@ -162,6 +173,14 @@ class crash_recorder {
     } else {
       prev.sa_handler(sig);
     }
+  }
+
+  static void default_action(int sig) noexcept {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(sig, &dfl, nullptr);
+    ::raise(sig);  // delivered as the handler returns
   }
 
   // ---- the handler's writer: a buffer allocated at arm(), flushed with write(2) ------------
@@ -247,7 +266,7 @@ class crash_recorder {
     failed_ = false;
     flags_ = 0;
     site_count_ = 0;
-    std::memset(sites_.get(), 0, site_slots * sizeof(const site*));
+    for (std::size_t i = 0; i < site_slots; ++i) sites_[i] = nullptr;
     // The file may hold an earlier session's dump attempt: start over.
     if (::lseek(fd_, 0, SEEK_SET) != 0) return;
 
@@ -398,7 +417,8 @@ class crash_recorder {
   }
 
   static inline std::atomic<crash_recorder*> armed_{nullptr};
-  static inline std::atomic<bool> in_handler_{false};
+  // The thread writing the dump (0: none yet). Never reset: one dump per process.
+  static inline std::atomic<long> dumping_thread_{0};
 
   int fd_ = -1;
   std::string path_;
@@ -416,7 +436,7 @@ class crash_recorder {
   std::atomic<std::int64_t> anchor_ns_{0};
   std::atomic<std::uint64_t> start_ticks_{0};
   std::atomic<bool> written_{false};
-  // The handler's own state (one handler at a time: in_handler_).
+  // The handler's own state (one handler at a time: dumping_thread_).
   std::size_t used_ = 0;
   bool failed_ = false;
   std::uint32_t flags_ = 0;
