@@ -125,6 +125,8 @@ elif case == "exit":
 elif case == "truncated":
     with tempfile.TemporaryDirectory() as out:
         p = run_child("segv", "lossless", out)
+        if p.returncode != -signal.SIGSEGV or len(dumps_in(out)) != 1:
+            fail(f"the child to cut a dump from: status {p.returncode}: {p.stderr}")
         dump = dumps_in(out)[0]
         data = open(dump, "rb").read()
         cases = {

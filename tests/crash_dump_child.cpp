@@ -1,11 +1,12 @@
 // A program that records known scopes and then crashes (or not), for check_crash_dump.py:
 //   crash_dump_child MODE OVERFLOW DIR
-// MODE: segv (a write through a null pointer), abort (std::abort), exit (stops normally), or
+// MODE: segv (a write to a page that allows none), abort (std::abort), exit (stops normally), or
 // env-segv (no profiler of its own: STRATA_PROFILE=1 STRATA_CRASH_DUMP=1 start one). OVERFLOW:
 // lossless or flight. It records 5000 "main scope" (more than two 2048-record blocks), one scope
 // of a hostile name, 3000 "worker scope" on a thread that exits, and 1000 "parked scope" on a
 // thread still alive (blocked) at the crash. Core dumps are off, so the tests leave none.
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "strata/core/macros.hpp"
@@ -29,8 +31,11 @@ bool parked_ready = false;
 [[noreturn]] void crash(std::string_view mode) {
   std::fflush(stdout);
   if (mode == "abort") std::abort();
-  volatile int* volatile nowhere = nullptr;
-  *nowhere = 1;  // a real fault, not raise(); volatile, or the store dies before abort()
+  // A real fault, not raise(): a store to a page that allows no access (not a null pointer,
+  // which UBSan would report first). Volatile, or the store dies before abort().
+  void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) std::raise(SIGSEGV);
+  *static_cast<volatile int*>(page) = 1;
   std::abort();  // not reached
 }
 
