@@ -146,22 +146,32 @@ class crash_recorder {
     const auto tid = static_cast<long>(::syscall(SYS_gettid));
     long expected = 0;
     if (!dumping_thread_.compare_exchange_strong(expected, tid)) {
-      // Another thread is writing the dump: let it finish (it ends the process), for up to
-      // 10 s in case it is itself stuck. On the dumping thread itself, a crash inside the
-      // handler: no waiting. Either way no second dump, but the default action, which is
-      // what the first crash leads to anyway.
-      for (int i = 0; expected != tid && i < 10000; ++i) {
+      if (expected == tid) {
+        // A crash inside the handler: no second dump, but the default action, which is what
+        // the first crash leads to anyway.
+        default_action(sig);
+        return;
+      }
+      // Another thread is writing the dump: let it finish (its signal then usually ends the
+      // process), for up to 10 s in case it is itself stuck; then this signal takes the
+      // course it would have taken without strata.
+      for (int i = 0; !dump_done_.load() && i < 10000; ++i) {
         timespec pause{0, 1000000};
         ::nanosleep(&pause, nullptr);
       }
-      default_action(sig);
+      errno = saved_errno;
+      run_previous(self->previous_[index], sig, info, context);
       return;
     }
     self->write_dump(sig);
-    // The previous action, as if strata had not been there.
-    const struct sigaction& prev = self->previous_[index];
-    ::sigaction(sig, &prev, nullptr);
+    dump_done_.store(true);
     errno = saved_errno;
+    run_previous(self->previous_[index], sig, info, context);
+  }
+
+  // Puts `prev` back for `sig` and runs it, as if strata had not been there.
+  static void run_previous(const struct sigaction& prev, int sig, siginfo_t* info, void* context) {
+    ::sigaction(sig, &prev, nullptr);
     if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
       prev.sa_sigaction(sig, info, context);
     } else if (prev.sa_handler == SIG_IGN) {
@@ -419,6 +429,7 @@ class crash_recorder {
   static inline std::atomic<crash_recorder*> armed_{nullptr};
   // The thread writing the dump (0: none yet). Never reset: one dump per process.
   static inline std::atomic<long> dumping_thread_{0};
+  static inline std::atomic<bool> dump_done_{false};
 
   int fd_ = -1;
   std::string path_;
