@@ -18,10 +18,12 @@
 
 #include "strata/profiler.hpp"
 #include "strata/analysis/compare.hpp"
+#include "strata/analysis/crash_dump_reader.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/analysis/merge_averages.hpp"
 #include "strata/analysis/trace_set.hpp"
 #include "strata/core/error.hpp"
+#include "strata/export/chrome_trace.hpp"
 
 namespace {
 
@@ -54,6 +56,11 @@ constexpr std::string_view help =
     "  --jobs N                read up to N files at once (default 2); each holds one trace's\n"
     "                          events in memory while it is read\n"
     "  --help                  print this text\n"
+    "\n"
+    "A TRACE may also be a crash dump (strata-crash-PID.dump, written by a profiler with\n"
+    "crash_dump on when the process crashed): its records make the table.\n"
+    "\n"
+    "convert DUMP -o TRACE.json writes the crash dump's records as a Chrome trace.\n"
     "\n"
     "Exit status: 0 done, 1 a trace could not be read, 2 bad usage.\n";
 
@@ -189,7 +196,63 @@ void print_table(const strata::averages& avg, const options& o, std::string_view
                  .header = header}));
 }
 
+/// `strata-report convert DUMP -o TRACE`: argv after "convert".
+int convert(int argc, char** argv) {
+  std::optional<std::string> dump, output;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-o" || arg == "--output") {
+      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a file name", arg)};
+      output = argv[++i];
+    } else if (arg.starts_with("--output=")) {
+      output = std::string(arg.substr(9));
+    } else if (arg.size() > 1 && arg.front() == '-') {
+      throw usage_error{fmt::format("unknown option '{}' for convert", arg)};
+    } else if (dump) {
+      throw usage_error{"convert takes one DUMP"};
+    } else {
+      dump = std::string(arg);
+    }
+  }
+  if (!dump) throw usage_error{"convert needs a DUMP"};
+  if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json"};
+  const auto d = strata::read_crash_dump_file(*dump);
+  const strata::export_result r = strata::write_chrome_trace(d->data, *output);
+  fmt::print(stderr, "strata-report: wrote {} ({} records from {} threads; signal {})\n", r.path,
+             d->data.recorded(), d->data.threads.size(), d->signal);
+  if (const std::string m = d->missing(); !m.empty())
+    fmt::print(stderr, "strata-report: the dump leaves out {}\n", m);
+  return 0;
+}
+
 int run(const options& o) {
+  // Crash dumps among the TRACEs: their sessions' tables, merged with the other files'.
+  std::vector<std::filesystem::path> traces;
+  std::vector<strata::averages> dump_tables;
+  for (const auto& t : o.traces) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(t, ec) && strata::is_crash_dump(t)) {
+      if (o.compare_with || o.per_file || o.format != "table")
+        throw strata::error("a crash dump takes neither --compare, --per-file nor --format; "
+                          "convert it first (strata-report convert DUMP -o trace.json)");
+      const auto d = strata::read_crash_dump_file(t);
+      if (const std::string m = d->missing(); !m.empty())
+        fmt::print(stderr, "strata-report: {} leaves out {}\n", t.string(), m);
+      dump_tables.push_back(strata::key_averages(
+          d->data, {.group_by_input_shape = o.group_by_input_shape}));
+    } else {
+      traces.push_back(t);
+    }
+  }
+  if (!dump_tables.empty()) {
+    if (!traces.empty()) dump_tables.push_back(averages_of(strata::trace_files(traces), o));
+    const strata::averages avg = strata::merge_averages(dump_tables);
+    if (avg.rows.empty())
+      fmt::print(stderr, "strata-report: the crash dump holds no op events\n");
+    else
+      print_table(avg, o, "");
+    return 0;
+  }
   const std::vector<std::filesystem::path> files = strata::trace_files(o.traces);
 
   if (o.compare_with) {
@@ -246,6 +309,7 @@ int main(int argc, char** argv) {
   try {
     options o;
     try {
+      if (argc > 1 && std::string_view(argv[1]) == "convert") return convert(argc, argv);
       o = parse(argc, argv);
     } catch (const usage_error& e) {
       fmt::print(stderr, "strata-report: {}\n{}", e.message, usage);

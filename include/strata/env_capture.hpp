@@ -109,6 +109,7 @@ inline trace_format trace_format_from_env(const env_lookup& lookup) {
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
 /// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
+/// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/crash-dumps.md) | `0` |
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
     const char* v = lookup(name);
@@ -169,6 +170,13 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
     if (text != "0" && text != "1")
       throw error("STRATA_RECORD_SHAPES='" + *shapes + "': use 1 to record shapes, 0 not to");
     config.record_shapes = text == "1";
+  }
+  if (auto crash = get("STRATA_CRASH_DUMP"); crash && !crash->empty()) {
+    const std::string_view text = detail::trim(*crash);
+    if (text != "0" && text != "1")
+      throw error("STRATA_CRASH_DUMP='" + *crash +
+                  "': use 1 to write a crash dump if the process crashes, 0 not to");
+    config.crash_dump = text == "1";
   }
   return config;
 }

@@ -51,6 +51,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK_FALSE(config->record_shapes);
     CHECK(config->memory_limit == std::size_t{256} << 20);
     CHECK(config->spill);
+    CHECK_FALSE(config->crash_dump);
   }
   SUBCASE("all set") {
     const auto config = strata::capture_config_from_env(
@@ -62,7 +63,8 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_CAPTURE_CORES", "0,2-3"},
                   {"STRATA_RECORD_SHAPES", "1"},
                   {"STRATA_MEMORY_LIMIT_MB", "64"},
-                  {"STRATA_SPILL", "0"}}}
+                  {"STRATA_SPILL", "0"},
+                  {"STRATA_CRASH_DUMP", "1"}}}
             .lookup());
     REQUIRE(config.has_value());
     CHECK(config->output_dir == "/tmp/somewhere");
@@ -73,6 +75,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->record_shapes);
     CHECK(config->memory_limit == std::size_t{64} << 20);
     CHECK_FALSE(config->spill);
+    CHECK(config->crash_dump);
   }
   SUBCASE("layers: all") {
     const auto config = strata::capture_config_from_env(
@@ -103,6 +106,8 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
             .find("STRATA_MEMORY_LIMIT_MB='1g'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_SPILL", "yes"}}})
             .find("STRATA_SPILL='yes'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_CRASH_DUMP", "on"}}})
+            .find("STRATA_CRASH_DUMP='on': use 1") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "64k"}}})
             .find("STRATA_BUFFER_CAPACITY='64k'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_BUFFER_CAPACITY", "99999999999999999999"}}})

@@ -166,6 +166,36 @@ class block_chain {
     }
   }
 
+  /// A crash handler (core/crash_recorder.hpp), with the store's lock held (taken with
+  /// try_lock): calls `f(const record*, std::size_t)` for each run of records still in memory,
+  /// oldest first, without allocating, and returns how many records of the chain are only in
+  /// the spill file (left out).
+  template <class F>
+  std::uint64_t for_each_in_memory_locked(F&& f) const noexcept {
+    std::uint64_t spilled = 0;
+    for (const block_entry& e : entries_) {
+      switch (e.where) {
+        case block_entry::place::memory:
+        case block_entry::place::spilling:
+          if (e.block != nullptr) f(e.block->records, std::size_t{e.count});
+          break;
+        case block_entry::place::copied:
+          f(e.copy.data(), e.copy.size());
+          break;
+        case block_entry::place::spilled:
+          spilled += e.count;
+          break;
+      }
+    }
+    if (current_ != nullptr) {
+      const record* first = current_->begin();
+      const record* end = cursor_->acquire_next();
+      if (end >= first && end <= first + record_block::capacity)
+        f(first, static_cast<std::size_t>(end - first));
+    }
+    return spilled;
+  }
+
   /// Records dropped because the session's memory was exhausted.
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 

@@ -135,6 +135,20 @@ class clock_calibration {
 
   clock_source source() const noexcept { return source_; }
   double ns_per_tick() const noexcept { return ns_per_tick_; }
+  std::uint64_t anchor_ticks() const noexcept { return anchor_ticks_; }
+  std::int64_t anchor_ns() const noexcept { return anchor_ns_; }
+
+  /// A calibration measured elsewhere (a crash dump's header, say): `ticks` read at `ns` on
+  /// the steady clock, `ns_per_tick` the rate.
+  static clock_calibration from_parts(clock_source source, std::uint64_t ticks, std::int64_t ns,
+                                      double ns_per_tick) noexcept {
+    clock_calibration c;
+    c.source_ = source;
+    c.anchor_ticks_ = ticks;
+    c.anchor_ns_ = ns;
+    c.ns_per_tick_ = source == clock_source::steady_clock ? 1.0 : ns_per_tick;
+    return c;
+  }
 
  private:
   // One (ticks, ns) pair. A thread preempted between the two reads would pair a tick with a

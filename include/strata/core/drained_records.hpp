@@ -43,6 +43,13 @@ class drained_records {
     return n;
   }
 
+  /// Calls `f(const record*, std::size_t)` for each chunk, oldest first, without allocating
+  /// (what a crash handler may do).
+  template <class F>
+  void for_each_chunk(F&& f) const noexcept {
+    for (const auto& c : chunks_) f(c.data(), c.size());
+  }
+
   /// Everything drained so far as one vector, oldest first; leaves this empty.
   std::vector<record> take() {
     std::vector<record> all;

@@ -48,6 +48,12 @@ struct profiler_config {
   /// session is collected) instead of dropping the newest records. A failed spill write is reported once on stderr and in `stats()`; recording goes
   /// on in memory up to the limit.
   bool spill = true;
+  /// Crash-safe flight recorder: while the profiler is started, a SIGSEGV, SIGBUS, SIGILL,
+  /// SIGFPE or SIGABRT writes every thread's buffered records to `strata-crash-<pid>.dump` in
+  /// `output_dir` (created at `start()`, removed at `stop()` when nothing crashed), then lets
+  /// the signal take its course (docs/crash-dumps.md). `strata-report convert DUMP -o
+  /// trace.json` turns the dump into a trace. Off by default.
+  bool crash_dump = false;
   /// The process name shown in traces; empty: the program's name.
   std::string process_name = {};
   // The device-side settings below (capture_cores, correlate_device_time, record_shapes,

@@ -178,6 +178,28 @@ class ring_buffer {
     }
   }
 
+  /// What a crash handler reads (core/crash_recorder.hpp): the slots, and the producer's
+  /// position read like `published()` but giving up (false) after a few tries instead of
+  /// waiting for a wrap that may never finish (the producer may be the crashed thread), and the
+  /// consumer's (what drains took already). The records not drained yet are the positions
+  /// from `max(tail, head - capacity())` below `head`, slot `i & (capacity - 1)`.
+  bool crash_view(const record*& slots, std::uint64_t& head, std::uint64_t& tail) const noexcept {
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      const std::uint64_t seq = seq_.load(std::memory_order_acquire);
+      if ((seq & 1) != 0) continue;
+      const std::uint64_t laps = laps_.load(std::memory_order_relaxed);
+      record* p = cursor_->acquire_next();
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (seq_.load(std::memory_order_relaxed) != seq) continue;
+      if (p == nullptr) return false;  // unbound and never written through
+      slots = slots_.get();
+      head = position(laps, p);
+      tail = tail_.load(std::memory_order_acquire);
+      return tail <= head;
+    }
+    return false;
+  }
+
  private:
   record* slots_end() const noexcept { return slots_.get() + (mask_ + 1); }
 

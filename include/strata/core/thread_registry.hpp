@@ -35,6 +35,8 @@
 #include <utility>
 #include <vector>
 
+#include <time.h>
+
 #include "strata/core/block_chain.hpp"
 #include "strata/core/block_store.hpp"
 #include "strata/core/capture_cores.hpp"
@@ -330,6 +332,39 @@ class registry {
     return true;
   }
 
+  /// What `walk_for_crash` could reach.
+  struct crash_walk {
+    bool registry_locked = false;  ///< false: no buffer was visited
+    bool store_locked = true;      ///< false: the lossless chains were not visited
+    std::uint32_t layers = 0;      ///< the layers the session was capturing
+  };
+
+  /// A crash handler's view of the session (core/crash_recorder.hpp), from a signal handler:
+  /// takes the registry's lock and the store's with try_lock, retrying for about `wait_ms`
+  /// (the crashed thread itself may hold one, and would never release it), stops the session
+  /// (the state word and every gate close, so other threads stop recording within a record),
+  /// calls `f(const thread_buffer&, const thread_info&, bool store_locked)` for each buffer,
+  /// and unlocks. Allocates nothing; calls no function that is not async-signal-safe in
+  /// practice (pthread_mutex_trylock/unlock, nanosleep).
+  template <class F>
+  crash_walk walk_for_crash(F&& f, int wait_ms) noexcept {
+    crash_walk walk;
+    walk.layers = load_state() & layer_mask_bits;
+    __atomic_store_n(&state, epoch_of(load_state()) << epoch_shift, __ATOMIC_RELEASE);
+    if (!try_lock_for_signal(mutex_, wait_ms)) {
+      walk.registry_locked = false;
+      return walk;
+    }
+    walk.registry_locked = true;
+    close_gates_locked();
+    block_store* store = store_.get();
+    walk.store_locked = store == nullptr || try_lock_for_signal(store->mutex(), wait_ms);
+    for (const auto& b : buffers_) f(static_cast<const thread_buffer&>(*b), *b->info, walk.store_locked);
+    if (store != nullptr && walk.store_locked) store->mutex().unlock();
+    mutex_.unlock();
+    return walk;
+  }
+
   /// Names the calling thread in traces (like Perfetto's thread_name metadata).
   void set_current_thread_name(std::string name) {
     if (tl_exited) return;  // called from another thread_local's destructor: too late to matter
@@ -374,6 +409,16 @@ class registry {
     if (pthread_getname_np(pthread_self(), buf, sizeof buf) == 0) return buf;
 #endif
     return {};
+  }
+
+  // try_lock, retried every millisecond for about `wait_ms` (nanosleep is async-signal-safe).
+  static bool try_lock_for_signal(std::mutex& m, int wait_ms) noexcept {
+    for (int i = 0;; ++i) {
+      if (m.try_lock()) return true;
+      if (i >= wait_ms) return false;
+      timespec pause{0, 1000000};
+      ::nanosleep(&pause, nullptr);
+    }
   }
 
   // Closes the gate of every thread that records into this session, so its next record reads

@@ -25,7 +25,7 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
-#include "strata/core/track_reader.hpp"
+#include "strata/core/crash_recorder.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/intern.hpp"
 #include "strata/core/profiler_config.hpp"
@@ -34,6 +34,7 @@
 #include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/thread_registry.hpp"
+#include "strata/core/track_reader.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"
@@ -276,6 +277,21 @@ struct profiler::session {
     profiler* expected = nullptr;
     if (!detail::active_profiler.compare_exchange_strong(expected, &owner_))
       throw error("another strata::profiler is recording; stop it before starting this one");
+    if (config_.crash_dump) {
+      std::string failed;
+      try {
+        failed = detail::crash_recorder::instance().arm(
+            config_.output_dir, static_cast<std::uint64_t>(atomic_file::process_id()),
+            config_.process_name, config_.overflow, config_.buffer_capacity);
+      } catch (...) {
+        detail::active_profiler.store(nullptr);
+        throw;
+      }
+      if (!failed.empty()) {
+        detail::active_profiler.store(nullptr);
+        throw error(failed + "; profiler_config::crash_dump needs a writable output_dir");
+      }
+    }
     started_ = true;
     __atomic_store_n(&detail::profiler_started, 1u, __ATOMIC_RELAXED);
     writer_.wait();  // nothing is queued once stop() has returned; this keeps it so
@@ -447,6 +463,7 @@ struct profiler::session {
       ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
     }
     if (exiting) {
+      if (config_.crash_dump) detail::crash_recorder::instance().disarm();
       started_ = false;
       __atomic_store_n(&detail::profiler_started, 0u, __ATOMIC_RELAXED);
       detail::active_profiler.store(nullptr);
@@ -482,6 +499,8 @@ struct profiler::session {
     if (config_.overflow == overflow_policy::drop_newest) recording_data_.memory_limit = config_.memory_limit;
     recording_data_.clock = clock_calibration::begin();
     recording_data_.start_ticks = clock::now();
+    if (config_.crash_dump)
+      detail::crash_recorder::instance().set_window(recording_data_.clock, recording_data_.start_ticks);
     window_ = {step_num_, step_num_};
     recording_ = true;
     detail::registry::instance().begin_session({.layers = config_.layers,
