@@ -295,6 +295,7 @@ class env_capture {
       const env_lookup lookup = [](const char* n) { return std::getenv(n); };
       if (auto ondemand = ondemand_settings_from_env(lookup)) {
         enable_ondemand(*ondemand);
+        if (!STRATA_ENABLED) return false;  // the compiled-out implementation said so
         const std::string what =
             ondemand->duration.count() > 0
                 ? std::to_string(ondemand->duration.count()) + " ms"

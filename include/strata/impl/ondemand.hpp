@@ -16,6 +16,7 @@
 // control mutex held, so it takes only the last.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
