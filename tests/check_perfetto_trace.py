@@ -2,7 +2,7 @@
 """Runs tests/trace_writer with --all-formats and holds its Perfetto trace against the JSON trace
 of the same session.
 
-usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty, device or steps)
+usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty, device, steps or spilled)
 
 The .pftrace is decoded here, field by field, with the field numbers of Perfetto's public
 .proto files (protos/perfetto/trace/...), independently of the C++ writer; `protoc
@@ -451,7 +451,7 @@ def check_hostile(d, names):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps"):
+    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps", "spilled"):
         print(__doc__, file=sys.stderr)
         return 2
     writer, mode = sys.argv[1], sys.argv[2]

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Runs tests/trace_writer and checks the trace it writes with a real JSON parser.
 
-usage: check_trace.py WRITER MODE      (MODE: basic, hostile, empty or steps)
+usage: check_trace.py WRITER MODE      (MODE: basic, hostile, empty, steps or spilled)
        check_trace.py PROGRAM example [ARGS...]  (runs an example with an output directory
                                         argument and ARGS, in a scratch working directory, and
                                         checks every trace it wrote)
 
 Every mode checks the structure: the file is valid UTF-8 and valid JSON, metadata names the
-process and every thread, X events carry ts and dur with nanosecond precision and nest
-properly per thread, counters carry args.value, and the totals agree with the events.
+process and every thread, each thread's events come oldest first, X events carry ts and dur
+with nanosecond precision and nest properly per thread, counters carry args.value, and the totals agree with the events.
 basic also compares the events with what the writer says it recorded (expect.json); hostile
 checks that every name comes back exactly as written when it is valid UTF-8, and with one
 U+FFFD per invalid byte otherwise (names.json lists the names as byte values). Every trace's
 steps tracks (ProfilerStep#N slices of a schedule) must be well formed; steps checks that a
-scope left open across step() crosses a step boundary on its thread's own track.
+scope left open across step() crosses a step boundary on its thread's own track. spilled
+checks a session read back from its spill file: every record there, none from an earlier one.
 """
 import decimal
 import json
@@ -143,6 +144,7 @@ def check_structure(trace):
         except ValueError as err:
             fail(f"event {e.get('name')!r}: ts: {err}")
             continue
+        e["_ts"] = ts
         if ph == "X":
             try:
                 dur = ns(e.get("dur"))
@@ -191,6 +193,7 @@ def check_structure(trace):
         if tid not in listed:
             fail(f"events on thread {tid}, which strataThreads does not list")
     for tid, evs in per_thread.items():
+        check_oldest_first(tid, [e for e in evs if e.get("cat") != "strata" and "_ts" in e])
         check_nesting(tid, [e for e in evs if e.get("ph") == "X" and "_begin" in e])
     check_steps_tracks(events, listed, per_thread, thread_names)
     check_flows(flows, per_thread)
@@ -268,6 +271,40 @@ def check_flows(flows, per_thread):
             starts = {x["_begin"] for x in per_thread.get((e["pid"], e["tid"]), []) if "_begin" in x}
             if ns(e["ts"]) not in starts:
                 fail(f"flow {fid}: {e['ph']} at {e['ts']} on {(e['pid'], e['tid'])} binds to no slice")
+
+
+def check_oldest_first(tid, evs):
+    """A thread's events come oldest first (the format's promise; of events on one tick, in
+    an order this check leaves alone, since distinct ticks may share a nanosecond)."""
+    for a, b in zip(evs, evs[1:]):
+        if b["_ts"] < a["_ts"]:
+            fail(f"thread {tid}: {b['name']!r} at {b['_ts']} ns comes after {a['name']!r} at {a['_ts']} ns")
+            return
+
+
+def check_spilled(per_thread, thread_names, expect):
+    """spilled mode: the main thread's records, most of them read back from the spill file,
+    are all there (counts by name, counter values in order) and the scope opened in the
+    earlier session is not."""
+    by_name = {name: key for key, name in thread_names.items()}
+    if "main" not in by_name:
+        fail(f"spilled: no main thread among {sorted(thread_names.values())}")
+        return
+    evs = [e for e in per_thread.get(by_name["main"], []) if e.get("cat") != "strata"]
+    got_x = dict(Counter(e["name"] for e in evs if e["ph"] == "X"))
+    got_i = dict(Counter(e["name"] for e in evs if e["ph"] == "i"))
+    got_c = defaultdict(list)
+    for e in evs:
+        if e["ph"] == "C":
+            got_c[e["name"]].append(e["args"]["value"])
+    if got_x != expect["X"]:
+        fail(f"spilled: X events {got_x}, expected {expect['X']}")
+    if got_i != expect["i"]:
+        fail(f"spilled: instants {got_i}, expected {expect['i']}")
+    if dict(got_c) != expect["C"]:
+        fail("spilled: the counter's values are not 0, 1, 2, ... in order")
+    if evs and evs[0]["name"] != "session":
+        fail(f"spilled: the first event is {evs[0]['name']!r}, not the scope enclosing the others")
 
 
 def check_nesting(tid, xs):
@@ -413,7 +450,7 @@ def self_test():
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("basic", "hostile", "empty", "steps", "example") or \
+    if len(sys.argv) < 3 or sys.argv[2] not in ("basic", "hostile", "empty", "steps", "spilled", "example") or \
             (sys.argv[2] != "example" and len(sys.argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2
@@ -472,6 +509,9 @@ def main():
                         fail("an empty session's trace holds events beyond the process name")
                 elif mode == "steps":
                     check_steps(per_thread, thread_names)
+                elif mode == "spilled":
+                    expect = json.load(open(os.path.join(tmp, "expect.json")))
+                    check_spilled(per_thread, thread_names, expect)
             leftovers = sorted(set(os.listdir(trace_dir)) - {"trace.json", "expect.json", "names.json"})
             if leftovers:
                 fail(f"files left beside the trace: {leftovers}")

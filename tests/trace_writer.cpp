@@ -6,6 +6,8 @@
 //   trace_writer empty   DIR   a session that recorded nothing
 //   trace_writer device  DIR   an op whose softmax-like kernel runs on a simulated NeuronCore
 //   trace_writer steps   DIR   a schedule's window, a scope left open across step()
+//   trace_writer spilled DIR   nested scopes, most of them spilled to disk, and one opened in an
+//                              earlier session; DIR/expect.json gives the counts
 //
 // Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile). With
 // --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), DIR/trace.json.gz
@@ -39,7 +41,10 @@ bool all_formats = false;
 void export_traces(const strata::profiler& prof, const std::filesystem::path& dir) {
   prof.export_chrome_trace();
   if (!all_formats) return;
-  strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace");
+  // The profiler's own exports read a spilled session from its spill file; data() reads it
+  // back into memory first: the gzip forms go that way, so the check holds the two against
+  // each other.
+  prof.export_perfetto_trace((dir / "trace.pftrace").string());
   strata::write_chrome_trace(prof.data(), dir / "trace.json.gz");
   strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace.gz");
 }
@@ -312,11 +317,52 @@ int steps(const std::filesystem::path& dir) {
   return 0;
 }
 
+// One block of records in memory, spilling on: most blocks go to the spill file, and scopes
+// nest across blocks (the session's scope spans all of them), so reading the file back in order
+// has to put each block's parents back before their children.
+int spilled(const std::filesystem::path& dir) {
+  constexpr int ops = 2500;  // 6 records each: about 7 blocks of 2048
+  strata::profiler prof({.output_dir = dir,
+                         .overflow = strata::overflow_policy::drop_newest,
+                         .memory_limit = memory_limit,
+                         .spill = true,
+                         .process_name = "spilled writer"});
+  strata::set_thread_name("main");
+  prof.start();
+  {
+    // Opened in an earlier session, closed in this one: in neither trace.
+    STRATA_SCOPE("across sessions");
+    prof.stop();
+    prof.start();
+  }
+  {
+    STRATA_SCOPE("session");
+    for (int i = 0; i < ops; ++i) {
+      STRATA_SCOPE_LAYER(strata::layer::framework, "op");
+      for (int k = 0; k < 2; ++k) {
+        STRATA_SCOPE("kernel");
+        STRATA_INSTANT("issued");
+      }
+      STRATA_COUNTER("op", i);
+    }
+  }
+  prof.stop();
+  if (prof.stats().spilled == 0) throw std::runtime_error("the spilled session spilled nothing");
+  export_traces(prof, dir);
+  std::string values = "[";
+  for (int i = 0; i < ops; ++i) values += (i == 0 ? "" : ",") + std::to_string(i);
+  values += "]";
+  write_text(dir / "expect.json",
+             "{\"X\":{\"session\":1,\"op\":" + std::to_string(ops) + ",\"kernel\":" + std::to_string(2 * ops) +
+                 "},\"i\":{\"issued\":" + std::to_string(2 * ops) + "},\"C\":{\"op\":" + values + "}}");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "--all-formats")) {
-    std::fprintf(stderr, "usage: %s basic|hostile|empty|device|steps DIR [--all-formats]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s basic|hostile|empty|device|steps|spilled DIR [--all-formats]\n", argv[0]);
     return 2;
   }
   all_formats = argc == 4;
@@ -328,6 +374,7 @@ int main(int argc, char** argv) {
     if (mode == "empty") return empty(dir);
     if (mode == "device") return device(dir);
     if (mode == "steps") return steps(dir);
+    if (mode == "spilled") return spilled(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_writer: %s\n", e.what());
     return 1;

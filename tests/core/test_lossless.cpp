@@ -4,6 +4,7 @@
 // each thread's current one. Run under TSan too (threaded_tests).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 
 #include "strata/core/macros.hpp"
 #include "strata/core/record_block.hpp"
+#include "strata/core/record_order.hpp"
 #include "strata/core/thread_registry.hpp"
 #include "strata/core/trace_data.hpp"
 #include "strata/export/chrome_trace.hpp"
@@ -255,4 +257,44 @@ TEST_CASE("10,000 short-lived threads keep every record, and hold no block once 
     CHECK(t.exited);
     CHECK(strata_test::counter_values(t, "sample") == samples_upto(0, each));
   }
+}
+
+TEST_CASE("a spilled session's table reads the spill file: every record, nested as recorded") {
+  strata_test::temp_dir dir("lossless-table");
+  strata::profiler prof(limited(dir, 1, true));
+  constexpr int ops = 3 * block_records / 2;  // 3 records an op: about 4.5 blocks, most spilled
+  prof.start();
+  {
+    STRATA_SCOPE("spilled session");  // encloses every block: its record is read back last
+    for (int i = 0; i < ops; ++i) {
+      STRATA_SCOPE_LAYER(strata::layer::framework, "spilled op");
+      { STRATA_SCOPE("spilled kernel"); }
+      STRATA_INSTANT("spilled mark");
+    }
+  }
+  prof.stop();
+  REQUIRE(prof.stats().spilled > 0);
+  const strata::averages a = prof.key_averages();
+  const auto row = [&](std::string_view name) {
+    for (const auto& r : a.rows)
+      if (r.name == name) return r;
+    FAIL("no row " << name);
+    return strata::average_row{};
+  };
+  const auto session = row("spilled session");
+  const auto op = row("spilled op");
+  const auto kernel = row("spilled kernel");
+  CHECK(session.count == 1);
+  CHECK(op.count == static_cast<std::uint64_t>(ops));
+  CHECK(kernel.count == static_cast<std::uint64_t>(ops));
+  // Nested as recorded: each op is a child of the session, each kernel of an op.
+  CHECK(session.self_cpu_ns == session.cpu_total_ns - op.cpu_total_ns);
+  CHECK(op.self_cpu_ns == op.cpu_total_ns - kernel.cpu_total_ns);
+  // data() reads the spilled records back into memory, oldest first.
+  const auto* t = strata_test::track_of(prof.data(), strata_test::os_tid());
+  REQUIRE(t != nullptr);
+  CHECK(t->spilled.empty());
+  CHECK(t->records.size() == static_cast<std::size_t>(3 * ops + 1));
+  CHECK(std::is_sorted(t->records.begin(), t->records.end(), strata::detail::record_order));
+  CHECK(strata_test::name_of(t->records.front()) == "spilled session");
 }

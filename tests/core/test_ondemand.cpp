@@ -113,3 +113,21 @@ TEST_CASE("on-demand: refused while another profiler records; invalid requests")
         strata::capture_outcome::invalid);
   CHECK_FALSE(strata::ondemand_state().running);
 }
+
+TEST_CASE("on-demand: a capture that spills past its memory limit keeps every record") {
+  strata_test::temp_dir dir("ondemand");
+  strata::profiler_config config = strata_test::config_in(dir);
+  config.memory_limit = strata::min_memory_limit;  // one block in memory: the rest is spilled
+  const std::uint64_t before = wait_until_written().written;
+  REQUIRE(strata::request_capture({.steps = 2, .config = config}));
+  STRATA_STEP();
+  for (int step = 0; step < 2; ++step) {
+    for (int i = 0; i < 10000; ++i) STRATA_SCOPE("many");
+    STRATA_STEP();
+  }
+  const strata::capture_state s = wait_until_written();
+  REQUIRE(s.written == before + 1);
+  const std::string json = strata_test::read_file(s.last_file);
+  CHECK(strata_test::lines_with(json, "\"name\":\"many\"").size() == 20000);
+  CHECK(strata_test::lines_with(json, "\"name\":\"ProfilerStep#").size() == 2);
+}

@@ -22,6 +22,7 @@
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/site.hpp"
+#include "strata/core/track_reader.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -396,8 +397,9 @@ class session_averages {
     for (std::size_t k = 0; k < data_.threads.size() && of == data_.threads.size(); ++k)
       if (!data_.threads[k].steps && data_.threads[k].pid == track.pid && data_.threads[k].tid == track.steps_of) of = k;
     std::vector<step_mark>& marks = steps_of_track_[of];
-    for (std::size_t i = 0; i < track.records.size(); ++i) {
-      const record& r = track.records[i];
+    const std::span<const record> records = records_of(track);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const record& r = records[i];
       if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
       const std::uint32_t s = site_index(r.where);
       const std::int64_t begin = data_.ns_of(track, r.begin);
@@ -441,6 +443,17 @@ class session_averages {
       if (begin < marks[k].end) root_steps_.push_back(marks[k].site);
   }
 
+  /// The records of `track`, in order: its own, or those of a spilled track read back into
+  /// `spilled_` (one track at a time in memory).
+  std::span<const record> records_of(const thread_track& track) {
+    if (track.spilled.empty()) return track.records;
+    spilled_.clear();
+    spilled_.shrink_to_fit();
+    spilled_.reserve(static_cast<std::size_t>(track.record_count()));
+    read_track(data_, track, [&](const record* first, std::size_t n) { spilled_.insert(spilled_.end(), first, first + n); });
+    return spilled_;
+  }
+
   void start_steps_of(std::size_t t) {
     const auto found = steps_of_track_.find(t);
     track_steps_ = found != steps_of_track_.end() ? &found->second : nullptr;
@@ -457,8 +470,9 @@ class session_averages {
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
       return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
     };
-    const record* const records = track.records.data();
-    const std::size_t n = track.records.size();
+    const std::span<const record> all = records_of(track);
+    const record* const records = all.data();
+    const std::size_t n = all.size();
 
     // Device events have no parents and no CPU time; their time goes to an owner later.
     const auto add_device = [&](std::size_t i, std::uint32_t s, std::int64_t begin, std::int64_t end,
@@ -727,6 +741,7 @@ class session_averages {
   // Steps, by the track of the thread that marked them; those of the track being read, and
   // where cover_steps() has got to in them.
   std::unordered_map<std::size_t, std::vector<step_mark>> steps_of_track_;
+  std::vector<record> spilled_;  // a spilled track being read (records_of)
   const std::vector<step_mark>* track_steps_ = nullptr;
   std::int64_t covered_end_ = 0;      // the end of the top-level events read so far
   std::size_t step_uncovered_ = 0;    // steps before it end before covered_end_

@@ -21,6 +21,7 @@
 #include "strata/core/record.hpp"
 #include "strata/core/record_block.hpp"
 #include "strata/core/recording_state.hpp"
+#include "strata/core/trace_data.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -134,6 +135,21 @@ class block_chain {
       if (current_ != nullptr) out.insert(out.end(), current_->begin(), cursor_->acquire_next());
       return ok;
     }
+  }
+
+  /// Consumer, once the session has stopped and the store's writer with it: where the chain's
+  /// spilled blocks are in the spill file, in order (`spilled`), and every other record,
+  /// appended to `in_memory`. The spilled blocks are the chain's oldest: the writer spills the
+  /// oldest full blocks of the session first.
+  void read_split(std::vector<spill_extent>& spilled, std::vector<record>& in_memory) const {
+    std::lock_guard lock(store_->mutex());
+    for (const block_entry& e : entries_) {
+      if (e.where == block_entry::place::spilled)
+        spilled.push_back({e.offset, e.count});
+      else
+        store_->read_locked(e, in_memory);  // in memory: cannot fail
+    }
+    if (current_ != nullptr) in_memory.insert(in_memory.end(), current_->begin(), cursor_->acquire_next());
   }
 
   /// Consumer, once the chain's records are collected: frees its blocks (the current block

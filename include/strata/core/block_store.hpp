@@ -11,7 +11,9 @@
 //     what a session keeps with spilling off is exact: the limit's worth of blocks, plus each
 //     thread's current one;
 //   * past the limit, the store's writer thread appends the oldest full blocks to a spill file
-//     in the output directory and recycles them; the session reads them back when it collects;
+//     in the output directory and recycles them; the session's trace writers read them back
+//     (track_reader.hpp), in order thanks to what the writer notes of each block it spills
+//     (record_order.hpp);
 //   * the writer also allocates (and touches) free blocks ahead of demand, so a thread taking a
 //     block normally finds one ready. Without one, a thread allocates its own while the limit
 //     allows; at the limit it waits for the writer to free one (counted as a wait), or, with
@@ -27,13 +29,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "strata/core/record.hpp"
 #include "strata/core/record_block.hpp"
+#include "strata/core/record_order.hpp"
 #include "strata/core/spill_file.hpp"
 
 #if defined(__linux__)
@@ -71,6 +77,15 @@ struct block_store_settings {
   std::string spill_dir;       ///< where the spill file goes
   std::uint64_t pid = 0;
   std::uint32_t session = 0;   ///< the session's epoch, for the spill file's name
+  std::uint64_t start_ticks = 0;  ///< when the session began: a scope begun before is not its
+};
+
+/// What the writer noted of the blocks it spilled of one thread (record_order.hpp): where the
+/// next block's records fall, the records that were not in order, and how many were.
+struct spilled_thread {
+  block_order order;
+  std::vector<record> late;
+  std::uint64_t in_order = 0;
 };
 
 class block_store {
@@ -212,7 +227,7 @@ class block_store {
         out.insert(out.end(), entry.copy.begin(), entry.copy.end());
         return true;
       case block_entry::place::spilled:
-        return spill_.read(entry.offset, entry.count, out);
+        return spill_->read(entry.offset, entry.count, out);
     }
     return false;
   }
@@ -232,12 +247,24 @@ class block_store {
     return s;
   }
 
-  /// Stops the writer, then closes and deletes the spill file (once the session's records are
-  /// collected).
-  void remove_spill_file() {
-    stop_writer();
+  /// Once the writer is stopped (the session is being collected): the spill file, its name
+  /// removed, or null if nothing was spilled.
+  std::shared_ptr<const spill_file> take_spill_file() {
     std::lock_guard lock(mutex_);
-    spill_.remove();
+    if (!spill_->open()) return nullptr;
+    spill_->unlink_name();
+    return spill_;
+  }
+
+  /// Once the writer is stopped: what it noted of the blocks it spilled of thread `thread`
+  /// (a fresh note if none).
+  spilled_thread take_spilled(std::uint32_t thread) {
+    std::lock_guard lock(mutex_);
+    const auto found = spilled_threads_.find(thread);
+    if (found == spilled_threads_.end()) return spilled_thread{block_order(settings_.start_ticks), {}, 0};
+    spilled_thread t = std::move(found->second);
+    spilled_threads_.erase(found);
+    return t;
   }
 
   /// Frees the free list (the session is collected; nothing more is recorded into it).
@@ -335,17 +362,42 @@ class block_store {
   // Off the lock: the writer owns the spill file's appends; the entry's block is not recycled
   // while it is being spilled.
   std::string spill(block_entry& e) {
-    if (!spill_.open()) {
+    if (!spill_->open()) {
       const std::string path = settings_.spill_dir + "/.strata-spill-" +
                                std::to_string(settings_.pid) + "-" +
                                std::to_string(settings_.session) + ".bin";
-      if (std::string error = spill_.create(path, settings_.pid); !error.empty()) return error;
+      if (std::string error = spill_->create(path, settings_.pid); !error.empty()) return error;
+    }
+    // The thread's late records are noted while the block is in memory, so that reading the
+    // file back in order takes one pass; undone if the block does not reach the file.
+    spilled_thread* t = nullptr;
+    std::size_t in_order = 0;
+    std::size_t late_before = 0;
+    block_order order_before;
+    try {
+      t = &spilled_threads_.try_emplace(e.thread, spilled_thread{block_order(settings_.start_ticks), {}, 0})
+               .first->second;
+      order_before = t->order;
+      late_before = t->late.size();
+      in_order = t->order.split(e.block->records, e.count, nullptr, &t->late);
+    } catch (const std::bad_alloc&) {
+      if (t != nullptr) {
+        t->order = order_before;
+        t->late.resize(late_before);
+      }
+      return "out of memory while spilling";
     }
     std::uint64_t offset = 0;
-    std::string error = spill_.append(e.thread, e.block->records, e.count, offset);
-    if (error.empty()) e.offset = offset;
-    spill_size_ = spill_.size();  // published to stats() under the lock, by the caller
-    return error;
+    std::string error = spill_->append(e.thread, e.block->records, e.count, offset);
+    spill_size_ = spill_->size();  // published to stats() under the lock, by the caller
+    if (!error.empty()) {
+      t->order = order_before;
+      t->late.resize(late_before);
+      return error;
+    }
+    e.offset = offset;
+    t->in_order += in_order;
+    return {};
   }
 
   // Free blocks the writer keeps ready: at most 16 MiB, which two threads recording 5 M scopes/s
@@ -382,7 +434,9 @@ class block_store {
   static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
     counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
-  spill_file spill_;               // appended by the writer, read by the collector
+  // Appended by the writer, read by the collector (and after it, by the trace writers).
+  std::shared_ptr<spill_file> spill_ = std::make_shared<spill_file>();
+  std::map<std::uint32_t, spilled_thread> spilled_threads_;  // the writer's, until it stops
   std::uint64_t spill_size_ = 0;   // the writer's own copy of spill_.size()
   std::thread writer_;
 };

@@ -10,6 +10,7 @@
 #include "strata/core/trace_data.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
+#include "strata/core/record_order.hpp"
 #include "strata/core/ring_buffer.hpp"
 #include "strata/core/thread_registry.hpp"
 
@@ -18,20 +19,12 @@ inline namespace v1 {
 
 namespace detail {
 
-/// Oldest first; of two scopes opened on the same tick the longer (the parent) comes first.
-inline bool record_order(const record& a, const record& b) noexcept {
-  if (a.begin != b.begin) return a.begin < b.begin;
-  const bool a_scope = a.kind() == record_kind::scope;
-  const bool b_scope = b.kind() == record_kind::scope;
-  if (a_scope && b_scope) return a.end > b.end;
-  return a_scope && !b_scope;
-}
-
 /// Moves every thread's records of the session that just ended out of the registry into `out`
 /// (whose `start_ticks` must be set), as they are: one copy of each thread's blocks, nothing
 /// sorted yet (`order_session` does that, on any thread). The registry is then free to begin
 /// the next session.
 inline void take_session(trace_data& out) {
+  const std::shared_ptr<block_store> store = registry::instance().store();
   registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
     thread_track t;
     t.tid = info.tid;
@@ -49,9 +42,19 @@ inline void take_session(trace_data& out) {
       t.exited = of.exited;
     }
     if (b.chain) {
-      t.records.reserve(static_cast<std::size_t>(b.chain->size()));
-      if (!b.chain->read(t.records)) out.spill_error = "the spill file could not be read back";
+      // What was spilled stays in the spill file (the trace writers read it from there); the
+      // rest is copied out of the blocks, and the records not in order set apart as the writer
+      // did for the spilled blocks before them (record_order.hpp).
+      b.chain->read_split(t.spilled.extents, t.records);
       b.chain->discard();  // the blocks go now, not when the thread next records
+      if (!t.spilled.empty()) {
+        spilled_thread noted = store->take_spilled(info.order);
+        const std::size_t kept =
+            noted.order.split(t.records.data(), t.records.size(), t.records.data(), &noted.late);
+        t.records.resize(kept);
+        t.spilled.late = std::move(noted.late);
+        t.spilled.in_order = noted.in_order;
+      }
     } else if (info.steps_of) {
       t.records = std::move(b.steps);
     } else {
@@ -60,14 +63,14 @@ inline void take_session(trace_data& out) {
     t.lost = b.lost_so_far();
     out.threads.push_back(std::move(t));
   });
-  if (std::shared_ptr<block_store> store = registry::instance().store()) {
+  if (store) {
     const block_store_stats s = store->stats();
     out.spilled = s.spilled_records;
     out.spill_bytes = s.spill_bytes;
     out.peak_memory = s.peak_bytes;
     out.memory_waits = s.waits;
     if (out.spill_error.empty()) out.spill_error = s.spill_error;
-    store->remove_spill_file();
+    out.spill = store->take_spill_file();
     store->release_free_blocks();
   }
 }
@@ -81,11 +84,16 @@ inline void order_session(trace_data& out) {
     // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
     // recorded), so it is left out rather than shown starting before this session did.
     // Device tracks only take records while a session runs, so they need no such check.
-    if (!t.timestamps_in_ns)
-      std::erase_if(t.records, [&](const record& r) {
-        return r.kind() == record_kind::scope && r.begin < out.start_ticks;
-      });
-    std::stable_sort(t.records.begin(), t.records.end(), record_order);
+    // Of a spilled thread, such a scope is among the late records.
+    const auto before_session = [&](const record& r) {
+      return r.kind() == record_kind::scope && r.begin < out.start_ticks;
+    };
+    if (!t.timestamps_in_ns) {
+      std::erase_if(t.records, before_session);
+      std::erase_if(t.spilled.late, before_session);
+    }
+    sort_records(t.records.data(), t.records.size());
+    sort_records(t.spilled.late.data(), t.spilled.late.size());
   }
   std::sort(out.threads.begin(), out.threads.end(), [](const thread_track& a, const thread_track& b) {
     if (a.pid != b.pid) return a.pid < b.pid;

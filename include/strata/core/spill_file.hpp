@@ -1,7 +1,8 @@
 // strata/core/spill_file.hpp: where a session puts full blocks past its memory limit.
 //
 // The spill file is private to the process that writes it: the session's writer thread appends
-// full blocks, the session reads them back when it collects its records, then removes the file.
+// full blocks; when the session stops, the file's name is removed and the open file goes with
+// the session's records (trace_data), whose writers and tables read the blocks back from it.
 // Its layout (docs/trace-format.md, "Spill file"): a 32-byte header, then one entry per block,
 // a 16-byte entry header followed by the block's records as they are in memory (32 bytes each;
 // `where` is a pointer into the writing process, which is why no other process reads the file).
@@ -89,16 +90,20 @@ class spill_file {
   bool read(std::uint64_t offset, std::uint32_t count, std::vector<record>& out) const {
     const std::size_t base = out.size();
     out.resize(base + count);
-    char* dst = reinterpret_cast<char*>(out.data() + base);
+    if (read(offset, count, out.data() + base)) return true;
+    out.resize(base);
+    return false;
+  }
+
+  /// Reads the `count` records at `offset` into `out`; false if the file cannot be read.
+  bool read(std::uint64_t offset, std::uint32_t count, record* out) const {
+    char* dst = reinterpret_cast<char*>(out);
     std::size_t left = std::size_t{count} * sizeof(record);
     auto at = static_cast<off_t>(offset);
     while (left > 0) {
       const ssize_t n = ::pread(fd_, dst, left, at);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        out.resize(base);
-        return false;
-      }
+      if (n <= 0) return false;
       dst += n;
       at += n;
       left -= static_cast<std::size_t>(n);
@@ -106,12 +111,22 @@ class spill_file {
     return true;
   }
 
+  /// Removes the file's name and keeps it open: what was spilled stays readable through this
+  /// object, and the space goes back to the file system when it is destroyed (or the process
+  /// ends, however it ends).
+  void unlink_name() noexcept {
+    if (fd_ < 0 || path_.empty()) return;
+    ::unlink(path_.c_str());
+    path_.clear();
+  }
+
   /// Closes and deletes the file (nothing if it was never created).
   void remove() noexcept {
     if (fd_ < 0) return;
     ::close(fd_);
-    ::unlink(path_.c_str());
+    if (!path_.empty()) ::unlink(path_.c_str());
     fd_ = -1;
+    path_.clear();
   }
 
  private:

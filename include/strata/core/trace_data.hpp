@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,32 @@
 
 namespace strata {
 inline namespace v1 {
+namespace detail {
+class spill_file;
+}
+
+/// Where one spilled block's records are in a session's spill file.
+struct spill_extent {
+  std::uint64_t offset = 0;
+  std::uint32_t count = 0;
+};
+
+/// The part of a thread's records a lossless session spilled (see `thread_track`).
+struct spilled_records {
+  std::vector<spill_extent> extents;  ///< the thread's spilled blocks, in the order it wrote them
+  std::vector<record> late;           ///< their records that are not in order block by block, sorted
+  std::uint64_t in_order = 0;         ///< the other records of the extents
+
+  bool empty() const noexcept { return extents.empty(); }
+};
 
 /// The records of one thread (or device track) in one session, oldest first (a parent before
 /// its children).
+///
+/// A thread of a session that spilled to disk may hold most of its records in the session's
+/// spill file instead (`spilled` is then not empty, and `records` holds only the rest): the
+/// trace writers and `key_averages` read them from there in order (core/track_reader.hpp), and
+/// `profiler::data()` reads them all back into `records` first.
 struct thread_track {
   std::uint64_t tid = 0;
   std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
@@ -27,6 +51,7 @@ struct thread_track {
   std::string name;
   bool exited = false;          ///< the thread had exited when the session stopped
   std::vector<record> records;
+  spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
   std::uint64_t lost = 0;       ///< dropped by a full buffer or overwritten before a drain
   /// A steps track: the `ProfilerStep#N` scopes of a profiler with a schedule, which the thread
   /// `steps_of` marked by calling `step()`. They are a track of their own (tid
@@ -35,6 +60,11 @@ struct thread_track {
   /// with the same `sort_index`.
   bool steps = false;
   std::uint64_t steps_of = 0;   ///< a steps track: the tid of the thread that called `step()`
+
+  /// Every record of the track, in `records` or spilled.
+  std::uint64_t record_count() const noexcept {
+    return records.size() + spilled.late.size() + spilled.in_order;
+  }
 };
 
 /// The tid of the steps track of thread `tid`: 2^24 + `tid`, above any Linux tid (at most
@@ -61,6 +91,9 @@ struct trace_data {
   std::uint64_t peak_memory = 0;     ///< most bytes of record blocks held at once
   std::uint64_t memory_waits = 0;    ///< times a thread waited at the limit for a block
   std::string spill_error;           ///< why spilling stopped, if it did
+  /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
+  /// goes when the last copy of this pointer does).
+  std::shared_ptr<const detail::spill_file> spill;
 
   /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
   std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {
@@ -69,7 +102,7 @@ struct trace_data {
 
   std::uint64_t recorded() const noexcept {
     std::uint64_t n = 0;
-    for (const auto& t : threads) n += t.records.size();
+    for (const auto& t : threads) n += t.record_count();
     return n;
   }
   std::uint64_t lost() const noexcept {

@@ -27,6 +27,7 @@
 #include "strata/core/layer_name.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
+#include "strata/core/track_reader.hpp"
 #include "strata/export/decimal.hpp"
 #include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
@@ -223,9 +224,10 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
   // an event might not fit.
   char* p = nullptr;
   char* end = nullptr;
-  const record* const records = t.records.data();
-  for (std::size_t i = 0; i < t.records.size(); ++i) {
-    const record& r = records[i];
+  std::size_t index = 0;  // of the record in the track, for the flows
+  read_track(data, t, [&](const record* const records, const std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k, ++index) {
+    const record& r = records[k];
     const event_text& e = texts.of(r.where);
     if (static_cast<std::size_t>(end - p) < e.max_bytes) {
       if (p != nullptr) w.commit(p);
@@ -235,7 +237,7 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
     }
     const std::int64_t begin_ns = ns_of(r.begin);
     const std::uint64_t payload = r.payload;
-    if (payload != 0) flows.offer(track, i, r);
+    if (payload != 0) flows.offer(track, index, r);
     const record_kind kind = e.kind;
     p = ts(e.lead.copy_to(p), begin_ns);
     if (kind == record_kind::scope) {
@@ -264,8 +266,9 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
       p += 2;
     }
   }
+  });
   if (p != nullptr) w.commit(p);
-  return t.records.size();
+  return index;
 }
 
 }  // namespace detail
@@ -314,7 +317,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     fmt::format_to(it, "{}{{\"pid\":{},\"tid\":{},\"name\":", i == 0 ? "" : ",",
                    t.pid != 0 ? t.pid : pid, t.tid);
     detail::append_json_string(out, t.name);
-    fmt::format_to(it, ",\"recorded\":{},\"dropped\":{},\"exited\":{}", t.records.size(), t.lost,
+    fmt::format_to(it, ",\"recorded\":{},\"dropped\":{},\"exited\":{}", t.record_count(), t.lost,
                    t.exited);
     if (t.steps) fmt::format_to(it, ",\"steps_of\":{}", t.steps_of);
     out.push_back('}');
@@ -393,7 +396,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
     start[9] = f.phase;
     p = flow_name.copy_to(detail::write_decimal(p, f.id));
     if (f.phase == 'f') p = flow_bind.copy_to(p);
-    p = detail::write_us(at.copy_to(p), data.ns_of(t, t.records[f.record].begin));
+    p = detail::write_us(at.copy_to(p), data.ns_of(t, f.begin));
     p = detail::write_decimal(flow_args.copy_to(p), f.correlation_id);
     std::memcpy(p, "}}", 2);
     w.commit(p + 2);

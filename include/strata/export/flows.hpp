@@ -18,6 +18,7 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
+#include "strata/core/track_reader.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -29,7 +30,8 @@ struct flow_point {
   std::uint64_t id = 0;
   std::uint64_t correlation_id = 0;
   std::size_t thread = 0;
-  std::size_t record = 0;
+  std::size_t record = 0;  ///< the record's place in its track, oldest first
+  std::uint64_t begin = 0; ///< when the record began (its track's unit)
 };
 
 /// Sorts [first, last) stably by `less`. A path holds a handful of records, for which an
@@ -54,8 +56,9 @@ class flow_builder {
  public:
   explicit flow_builder(const trace_data& data) : data_(data) {}
 
-  /// Offers `data.threads[thread].records[index]`; records must be offered thread by thread,
-  /// oldest first. Records without a correlation id may be skipped.
+  /// Offers the record `index` (oldest first, as `read_track` reads them) of
+  /// `data.threads[thread]`; records must be offered thread by thread, oldest first.
+  /// Records without a correlation id may be skipped.
   void offer(std::size_t thread, std::size_t index, const record& r) {
     if (r.payload == 0 || r.kind() != record_kind::scope) return;
     if (r.where->category != nullptr && r.layer_of() != layer::device) return;
@@ -142,7 +145,7 @@ inline std::vector<flow_point> flow_builder::build() const {
       const std::uint64_t id = next_id++;
       for (std::size_t k = 0; k < host.size(); ++k) {
         const char phase = k == 0 ? 's' : k + 1 == host.size() ? 'f' : 't';
-        out.push_back({phase, id, c, host[k].thread, host[k].record});
+        out.push_back({phase, id, c, host[k].thread, host[k].record, host[k].begin});
       }
     }
     if (host.empty()) continue;
@@ -154,8 +157,8 @@ inline std::vector<flow_point> flow_builder::build() const {
       for (std::size_t k = 1; k < host.size(); ++k)
         if (ns(host[k]) <= ns(d)) from = k;
       const std::uint64_t id = next_id++;
-      out.push_back({'s', id, c, host[from].thread, host[from].record});
-      out.push_back({'f', id, c, d.thread, d.record});
+      out.push_back({'s', id, c, host[from].thread, host[from].record, host[from].begin});
+      out.push_back({'f', id, c, d.thread, d.record, d.begin});
     }
   }
   return out;
@@ -165,8 +168,10 @@ inline std::vector<flow_point> flow_builder::build() const {
 inline std::vector<flow_point> correlation_flows(const trace_data& data) {
   flow_builder flows(data);
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
-    const auto& records = data.threads[t].records;
-    for (std::size_t i = 0; i < records.size(); ++i) flows.offer(t, i, records[i]);
+    std::size_t i = 0;
+    read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k, ++i) flows.offer(t, i, records[k]);
+    });
   }
   return flows.build();
 }

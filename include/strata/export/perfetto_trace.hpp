@@ -45,6 +45,7 @@
 #include "strata/core/record.hpp"
 #include "strata/core/session.hpp"
 #include "strata/core/site.hpp"
+#include "strata/core/track_reader.hpp"
 #include "strata/export/export_result.hpp"
 #include "strata/export/flows.hpp"
 #include "strata/export/json_escape.hpp"
@@ -586,10 +587,11 @@ class flow_marks {
   explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
     flow_builder builder(data);
     for (std::size_t t = 0; t < data.threads.size(); ++t) {
-      const record* records = data.threads[t].records.data();
-      const std::size_t n = data.threads[t].records.size();
-      for (std::size_t i = 0; i < n; ++i)
-        if (records[i].payload != 0) builder.offer(t, i, records[i]);
+      std::size_t i = 0;
+      read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k, ++i)
+          if (records[k].payload != 0) builder.offer(t, i, records[k]);
+      });
     }
     const std::vector<flow_point> points = builder.build();
     for (const flow_point& f : points) ++start_[f.thread + 1];
@@ -646,10 +648,10 @@ class track_writer {
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
       return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
     };
-    const record* const records = t.records.data();
-    const std::size_t n = t.records.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const record& r = records[i];
+    std::size_t i = 0;  // the record's place in the track, for its flows
+    read_track(data_, t, [&](const record* const records, const std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k, ++i) {
+      const record& r = records[k];
       site_event& e = sites_.of(r.where);
       std::int64_t begin = ns_of(r.begin);
       if (!started_) start(begin);
@@ -673,6 +675,7 @@ class track_writer {
         }
       }
     }
+    });
     while (!open_.empty()) close_top();
     if (t.lost != 0) {
       const std::int64_t at = std::max(data_.clock.to_ns(data_.stop_ticks), started_ ? last_ : 0);

@@ -26,6 +26,7 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/clock.hpp"
+#include "strata/core/track_reader.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/intern.hpp"
 #include "strata/core/profiler_config.hpp"
@@ -164,7 +165,7 @@ class window_writer {
   }
 
   /// The last window it ordered since the previous call, or null.
-  std::shared_ptr<const trace_data> take_last() {
+  std::shared_ptr<trace_data> take_last() {
     std::lock_guard lock(mutex_);
     return std::move(last_);
   }
@@ -236,7 +237,7 @@ class window_writer {
   std::size_t pending_ = 0;       // queued or being written
   bool closing_ = false;
   std::vector<std::string> files_;
-  std::shared_ptr<const trace_data> last_;
+  std::shared_ptr<trace_data> last_;
   std::deque<std::exception_ptr> failures_;
   std::thread thread_;            // started and joined by the profiler's thread only
 };
@@ -292,7 +293,7 @@ struct profiler::session {
     writer_.wait();  // nothing is queued once stop() has returned; this keeps it so
     writer_.take_last();
     writer_.clear_files();
-    data_ = std::make_shared<const trace_data>();
+    data_ = std::make_shared<trace_data>();
     window_ = {};
     step_num_ = 0;
     action_ = action_at(config_.schedule, 0);
@@ -340,40 +341,40 @@ struct profiler::session {
   export_result export_perfetto_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_perfetto_trace() needs a stopped session; call stop() first");
     return write_perfetto_trace(
-        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
+        collected(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.pftrace"
                              : std::filesystem::path(path));
   }
 
   export_result export_chrome_trace(const std::string& path) const {
     if (recording_) throw error("profiler::export_chrome_trace() needs a stopped session; call stop() first");
     return write_chrome_trace(
-        data(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
+        collected(), path.empty() ? std::filesystem::path(config_.output_dir) / "trace.json"
                              : std::filesystem::path(path));
   }
 
   averages key_averages(key_averages_options options = {}) const {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
-    return strata::key_averages(data(), options);
+    return strata::key_averages(collected(), options);
   }
 
   // From any thread while a window records (the control mutex keeps the session from ending
   // during the copy; the file is written after it is released).
   export_result snapshot(const std::string& path) const {
-    std::shared_ptr<const trace_data> collected;
+    std::shared_ptr<const trace_data> last;
     trace_data copy;
     {
       std::lock_guard lock(detail::session_control_mutex());
       if (!recording_) {
         settle();
-        collected = data_;
+        last = data_;
       } else {
         copy = recording_data_;  // the window's facts; the records come from the buffers
         copy.stop_ticks = clock::now();
         detail::snapshot_session(copy);
       }
     }
-    if (!collected) {
+    if (!last) {
       detail::order_session(copy);
       copy.clock.finish();
     }
@@ -384,7 +385,7 @@ struct profiler::session {
                                             "snapshot-" + std::to_string(atomic_file::process_id()) +
                                                 "-" + std::to_string(count.fetch_add(1) + 1),
                                             ".json");
-    const trace_data& d = collected ? *collected : copy;
+    const trace_data& d = last ? *last : copy;
     const std::string name = target.filename().string();
     const bool perfetto = name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
     return perfetto ? write_perfetto_trace(d, target) : write_chrome_trace(d, target);
@@ -392,7 +393,7 @@ struct profiler::session {
 
   export_result export_window_trace() {
     if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
-    const trace_data& d = data();  // after the windows being written in the background
+    const trace_data& d = collected();  // after the windows being written in the background
     export_result r = detail::write_window_trace(d, window_, config_.output_dir);
     writer_.add_file(r.path);
     return r;
@@ -422,7 +423,7 @@ struct profiler::session {
       }
       return s;
     }
-    const trace_data& d = data();
+    const trace_data& d = collected();
     s.recorded = d.recorded();
     s.dropped = d.lost();
     s.threads = d.threads.size();
@@ -435,9 +436,24 @@ struct profiler::session {
   }
 
   // While a window records: its facts so far (no records yet). Otherwise the last collected
-  // window, once the background writer has ordered it.
+  // window, once the background writer has ordered it, with its spilled records read back.
   const trace_data& data() const noexcept {
     if (recording_) return recording_data_;
+    trace_data& d = collected();
+    if (d.spill) {
+      try {
+        detail::load_spilled(d);
+      } catch (const std::exception& e) {
+        // The tracks keep what was in memory; the spilled part stays readable by the writers.
+        d.spill_error = e.what();
+      }
+    }
+    return d;
+  }
+
+  // The last collected window as it was collected: the trace writers and tables read its
+  // spilled records from the spill file, a block at a time.
+  trace_data& collected() const noexcept {
     settle();
     return *data_;
   }
@@ -453,7 +469,7 @@ struct profiler::session {
   // Waits for the windows being written in the background; the last of them becomes data().
   void settle() const noexcept {
     writer_.wait();
-    if (std::shared_ptr<const trace_data> last = writer_.take_last()) data_ = std::move(last);
+    if (std::shared_ptr<trace_data> last = writer_.take_last()) data_ = std::move(last);
   }
 
   // With a schedule and no on_trace_ready, each window's trace is written in the background.
@@ -524,7 +540,8 @@ struct profiler::session {
                                                 .blocks = {.memory_limit = config_.memory_limit,
                                                            .spill = config_.spill,
                                                            .spill_dir = config_.output_dir,
-                                                           .pid = recording_data_.pid}});
+                                                           .pid = recording_data_.pid,
+                                                           .start_ticks = recording_data_.start_ticks}});
   }
 
   // Ends the registry's session and takes its records, unordered: what must happen before the
@@ -576,7 +593,7 @@ struct profiler::session {
   trace_data recording_data_;  // the facts of the window being recorded (its records come at its end)
   // The last collected window; replaced by settle() (from const accessors) when the background
   // writer has ordered a newer one.
-  mutable std::shared_ptr<const trace_data> data_ = std::make_shared<const trace_data>();
+  mutable std::shared_ptr<trace_data> data_ = std::make_shared<trace_data>();
   mutable detail::window_writer writer_;
   step_window window_;
   std::int64_t step_num_ = 0;
