@@ -72,6 +72,24 @@ class Child:
             if containing in line:
                 return line
 
+    def stderr_line_while_running(self, containing):
+        """As stderr_line, while the child keeps answering commands: a signal is handled when
+        the program runs, which a child blocked reading its stdin may not (under TSan, a
+        signal is delivered when the thread leaves the blocking call)."""
+        for _ in range(6000):
+            try:
+                line = self.err.get(timeout=0.01)
+            except queue.Empty:
+                if self.ask("state") is None:
+                    return None
+                continue
+            if line is None:
+                return None
+            self.err_lines.append(line)
+            if containing in line:
+                return line
+        return None
+
     def wait_idle(self):
         """Asks for the state until no capture runs; returns the number written."""
         for _ in range(6000):
@@ -129,7 +147,7 @@ def main():
         expect(reply is not None and reply.startswith("request capture_running:") and
                "refused" in reply, f"request during a capture: {reply!r}")
         c.p.send_signal(signal.SIGUSR2)
-        refused = c.stderr_line("refused")
+        refused = c.stderr_line_while_running("refused")
         expect(refused is not None and "still running" in refused,
                f"second signal not refused: {c.err_lines}")
         expect(c.ask("step 9") == "stepped 9", "steps during the capture")
