@@ -3,7 +3,14 @@
 // The serving loop marks its steps with STRATA_STEP(), as an engine's loop would without
 // holding the profiler, from inside the iteration's own scope.
 //
+// With --ondemand N it runs as a server would, with no profiler at all: an admin thread asks
+// for a capture of the next N steps (strata::request_capture, what an admin endpoint would
+// call), strata's own thread writes OUTPUT_DIR/ondemand-<pid>-1.json once the loop has taken
+// them, and the loop never waits for it. A program that includes <strata/env_capture.hpp> gets
+// the same from outside: STRATA_ONDEMAND=1 ./engine, then kill -USR2 <pid> (docs/production.md).
+//
 //   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
+//                    [--ondemand N]
 //
 // Each step serves one request per worker thread, on two simulated NeuronCores. A request is
 // one decoding step of a block: embedding lookup (host), attention against a KV cache,
@@ -12,6 +19,7 @@
 #include "strata/profiler.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "command_line.hpp"
+#include "strata/ondemand.hpp"
 #include "strata/sim.hpp"
 
 namespace {
@@ -40,17 +49,19 @@ struct options {
   int workers = 2;
   std::size_t tokens = 32;
   sim::core_generation gen = sim::core_generation::trn1;
+  int ondemand = 0;  ///< > 0: no schedule; a capture of this many steps, asked for by an admin thread
 };
 
 options parse(int argc, char** argv) {
   options o;
   const examples::command_line cl("inference_engine",
-                                  "[OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]");
+                                  "[OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2] [--ondemand N]");
   o.out_dir = cl.parse(argc, argv, o.out_dir, [&](std::string_view flag, std::string_view value) {
     if (flag == "--steps") o.steps = static_cast<int>(cl.number(flag, value, 1, 1000));
     else if (flag == "--workers") o.workers = static_cast<int>(cl.number(flag, value, 1, 16));
     else if (flag == "--tokens") o.tokens = cl.number(flag, value, 1, 128);
     else if (flag == "--gen") o.gen = cl.generation(value);
+    else if (flag == "--ondemand") o.ondemand = static_cast<int>(cl.number(flag, value, 1, 1000));
     else return false;
     return true;
   });
@@ -135,7 +146,18 @@ int main(int argc, char** argv) {
     // its own file (trace_step<first>-<last>.json), as torch.profiler's on_trace_ready would.
     strata::profiler prof({.output_dir = o.out_dir, .record_shapes = true,
                            .schedule = {.wait = 1, .warmup = 1, .active = 2, .repeat = 2}});
-    prof.start();
+    if (o.ondemand > 0) {
+      // A server runs with no session; its admin endpoint (here a thread) asks for one when
+      // someone wants to look. The capture starts at the loop's next STRATA_STEP().
+      std::thread admin([&] {
+        const strata::capture_result r = strata::request_capture(
+            {.steps = o.ondemand, .config = strata::profiler_config{.output_dir = o.out_dir}});
+        fmt::print("admin: {}\n", r.message);
+      });
+      admin.join();
+    } else {
+      prof.start();
+    }
     double checksum = 0;
     for (int step = 0; step < o.steps; ++step) {
       // Still open when STRATA_STEP() marks the boundary below: the steps lie on a track of
@@ -164,6 +186,16 @@ int main(int argc, char** argv) {
 
     fmt::print("served {} steps x {} requests of {} tokens (checksum {:.6f})\n", o.steps, o.workers,
                o.tokens, checksum);
+    if (o.ondemand > 0) {
+      // Only so that the example can print it: a server would just go on serving.
+      strata::capture_state s = strata::ondemand_state();
+      while (s.running) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        s = strata::ondemand_state();
+      }
+      fmt::print("on-demand capture: {}\n", s.written > 0 ? s.last_file : s.last_error);
+      return s.written > 0 ? 0 : 1;
+    }
     for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f);
     fmt::print("\nlast window, key_averages grouped by input shape:\n{}\n",
                prof.key_averages({.group_by_input_shape = true})

@@ -478,7 +478,8 @@ def main():
                 print(f"{writer} wrote no trace under {trace_dir}", file=sys.stderr)
                 return 1
             for path in paths:
-                if not (os.path.basename(path) == "trace.json" or os.path.basename(path).startswith("trace_step")):
+                if not (os.path.basename(path) == "trace.json" or
+                        os.path.basename(path).startswith(("trace_step", "ondemand-"))):
                     fail(f"unexpected file {path}")
                     continue
                 try:

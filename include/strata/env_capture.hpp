@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,8 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/layer_name.hpp"
 #include "strata/core/profiler_config.hpp"
+#include "strata/export/atomic_file.hpp"
+#include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 
 namespace strata {
@@ -93,34 +96,16 @@ inline trace_format trace_format_from_env(const env_lookup& lookup) {
   throw error("STRATA_FORMAT='" + std::string(v) + "': use json (trace.json) or perfetto (trace.pftrace)");
 }
 
-/// What the environment asks for: `std::nullopt` when STRATA_PROFILE is unset, empty or 0,
-/// otherwise the profiler configuration. Raises `strata::error` naming the variable when a
-/// value is malformed.
-///
-/// | variable | meaning | default |
-/// |---|---|---|
-/// | `STRATA_PROFILE` | `1` captures the whole run | off |
-/// | `STRATA_OUTPUT_DIR` | where trace.json goes | `strata-out` |
-/// | `STRATA_LAYERS` | `framework,runtime,device,user` or `all` | `all` |
-/// | `STRATA_OVERFLOW` | `drop_newest` (lossless) or `overwrite_oldest` (flight recorder) | `drop_newest` |
-/// | `STRATA_MEMORY_LIMIT_MB` | MiB of records held in memory before spilling | 256 |
-/// | `STRATA_SPILL` | `0`: past the memory limit drop the newest records instead of spilling | `1` |
-/// | `STRATA_BUFFER_CAPACITY` | flight recorder: records per thread, a power of two | 65536 |
-/// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
-/// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
-/// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
-/// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/crash-dumps.md) | `0` |
-inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
+namespace detail {
+
+/// The session configuration the STRATA_* variables describe (all but STRATA_PROFILE and
+/// STRATA_ONDEMAND*, which say when to capture): shared by the whole-run and on-demand captures.
+inline profiler_config session_config_from_env(const env_lookup& lookup) {
   const auto get = [&](const char* name) -> std::optional<std::string> {
     const char* v = lookup(name);
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   };
-  const auto profile = get("STRATA_PROFILE");
-  if (!profile || detail::trim(*profile).empty() || detail::trim(*profile) == "0") return std::nullopt;
-  if (detail::trim(*profile) != "1")
-    throw error("STRATA_PROFILE='" + *profile + "': use 1 to capture, 0 or unset not to");
-
   profiler_config config;
   if (auto dir = get("STRATA_OUTPUT_DIR"); dir && !dir->empty()) config.output_dir = *dir;
   if (auto layers = get("STRATA_LAYERS"); layers && !layers->empty())
@@ -181,7 +166,128 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
   return config;
 }
 
+}  // namespace detail
+
+/// What the environment asks for: `std::nullopt` when STRATA_PROFILE is unset, empty or 0,
+/// otherwise the profiler configuration. Raises `strata::error` naming the variable when a
+/// value is malformed.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `STRATA_PROFILE` | `1` captures the whole run | off |
+/// | `STRATA_OUTPUT_DIR` | where trace.json goes | `strata-out` |
+/// | `STRATA_LAYERS` | `framework,runtime,device,user` or `all` | `all` |
+/// | `STRATA_OVERFLOW` | `drop_newest` (lossless) or `overwrite_oldest` (flight recorder) | `drop_newest` |
+/// | `STRATA_MEMORY_LIMIT_MB` | MiB of records held in memory before spilling | 256 |
+/// | `STRATA_SPILL` | `0`: past the memory limit drop the newest records instead of spilling | `1` |
+/// | `STRATA_BUFFER_CAPACITY` | flight recorder: records per thread, a power of two | 65536 |
+/// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
+/// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
+/// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
+/// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/production.md) | `0` |
+inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
+  const char* profile = lookup("STRATA_PROFILE");
+  if (profile == nullptr || detail::trim(profile).empty() || detail::trim(profile) == "0")
+    return std::nullopt;
+  if (detail::trim(profile) != "1")
+    throw error("STRATA_PROFILE='" + std::string(profile) + "': use 1 to capture, 0 or unset not to");
+  return detail::session_config_from_env(lookup);
+}
+
 namespace detail {
+
+struct named_signal {
+  const char* name;
+  int number;
+};
+/// The signals STRATA_ONDEMAND_SIGNAL takes by name: those a program may be sent to ask for
+/// something, not those that report a fault or cannot be caught.
+inline constexpr named_signal named_signals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+    {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"URG", SIGURG},   {"WINCH", SIGWINCH}};
+
+}  // namespace detail
+
+/// A signal's name or number, as `STRATA_ONDEMAND_SIGNAL` takes it: `SIGUSR2`, `USR2` or `12`
+/// (also HUP, INT, QUIT, USR1, ALRM, TERM, URG, WINCH, and the real-time signals by number).
+/// Signals that cannot be caught, or that report a fault (SIGSEGV, ...), raise `strata::error`.
+inline int parse_signal(std::string_view raw) {
+  const std::string_view text = detail::trim(raw);
+  const std::string_view bare = text.starts_with("SIG") ? text.substr(3) : text;
+  for (const auto& n : detail::named_signals)
+    if (bare == n.name) return n.number;
+  if (const auto number = detail::parse_count(text); number && !text.empty()) {
+    for (const auto& n : detail::named_signals)
+      if (static_cast<int>(*number) == n.number) return n.number;
+#if defined(SIGRTMIN)
+    if (static_cast<long long>(*number) >= SIGRTMIN && static_cast<long long>(*number) <= SIGRTMAX)
+      return static_cast<int>(*number);
+#endif
+  }
+  throw error("STRATA_ONDEMAND_SIGNAL='" + std::string(raw) +
+              "': use SIGUSR2 (the default), SIGUSR1, USR1, HUP, INT, QUIT, ALRM, TERM, URG, "
+              "WINCH, or a signal's number (a real-time signal's too)");
+}
+
+/// What STRATA_ONDEMAND=1 asks for: `std::nullopt` when STRATA_ONDEMAND is unset, empty or 0,
+/// otherwise the on-demand settings. Raises `strata::error` naming the variable when a value is
+/// malformed, or when STRATA_PROFILE=1 asks for a whole-run capture as well.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `STRATA_ONDEMAND` | `1`: no session until a signal (or `request_capture`) asks for one | off |
+/// | `STRATA_ONDEMAND_STEPS` | steps a capture records | 10 |
+/// | `STRATA_ONDEMAND_DURATION_MS` | instead of steps: milliseconds a capture records | — |
+/// | `STRATA_ONDEMAND_SIGNAL` | the signal that requests a capture | `SIGUSR2` |
+///
+/// The session variables (`STRATA_OUTPUT_DIR`, `STRATA_LAYERS`, `STRATA_FORMAT`, ...) mean what
+/// they mean for STRATA_PROFILE.
+inline std::optional<detail::ondemand_settings> ondemand_settings_from_env(const env_lookup& lookup) {
+  const char* on = lookup("STRATA_ONDEMAND");
+  if (on == nullptr || detail::trim(on).empty() || detail::trim(on) == "0") return std::nullopt;
+  if (detail::trim(on) != "1")
+    throw error("STRATA_ONDEMAND='" + std::string(on) +
+                "': use 1 to capture on demand (a signal or request_capture), 0 or unset not to");
+  if (const char* profile = lookup("STRATA_PROFILE"); profile && detail::trim(profile) == "1")
+    throw error("STRATA_PROFILE=1 and STRATA_ONDEMAND=1 are both set: use one (the whole run, or "
+                "captures on demand)");
+  detail::ondemand_settings settings;
+  settings.config = detail::session_config_from_env(lookup);
+  settings.perfetto = trace_format_from_env(lookup) == trace_format::perfetto;
+  const char* steps = lookup("STRATA_ONDEMAND_STEPS");
+  const char* duration = lookup("STRATA_ONDEMAND_DURATION_MS");
+  if (steps && *steps && duration && *duration)
+    throw error("STRATA_ONDEMAND_STEPS and STRATA_ONDEMAND_DURATION_MS are both set: a capture "
+                "records steps or a duration, set one");
+  if (steps && *steps) {
+    const auto value = detail::parse_count(steps);
+    if (!value || *value == 0 || *value > 1000000)
+      throw error("STRATA_ONDEMAND_STEPS='" + std::string(steps) +
+                  "': use the number of steps a capture records (1 to 1000000), such as 10");
+    settings.steps = static_cast<std::int64_t>(*value);
+  }
+  if (duration && *duration) {
+    const auto value = detail::parse_count(duration);
+    if (!value || *value == 0 || *value > 86400000)
+      throw error("STRATA_ONDEMAND_DURATION_MS='" + std::string(duration) +
+                  "': use the milliseconds a capture records (1 to 86400000), such as 500");
+    settings.duration = std::chrono::milliseconds(static_cast<std::int64_t>(*value));
+    settings.steps = 0;
+  }
+  settings.signal = SIGUSR2;
+  if (const char* sig = lookup("STRATA_ONDEMAND_SIGNAL"); sig && *sig)
+    settings.signal = parse_signal(sig);
+  return settings;
+}
+
+namespace detail {
+
+/// How a signal is named on a kill command line: "USR2", or its number.
+inline std::string kill_name(int sig) {
+  for (const auto& n : detail::named_signals)
+    if (n.number == sig) return n.name;
+  return std::to_string(sig);
+}
 
 /// The process-wide profiler of an environment capture; exports when the process exits.
 class env_capture {
@@ -195,6 +301,18 @@ class env_capture {
   bool arm() noexcept {
     try {
       const env_lookup lookup = [](const char* n) { return std::getenv(n); };
+      if (auto ondemand = ondemand_settings_from_env(lookup)) {
+        enable_ondemand(*ondemand);
+        if (!STRATA_ENABLED) return false;  // the compiled-out implementation said so
+        const std::string what =
+            ondemand->duration.count() > 0
+                ? std::to_string(ondemand->duration.count()) + " ms"
+                : "the next " + std::to_string(ondemand->steps) + " steps";
+        std::fprintf(stderr, "strata: on-demand capture armed: kill -%s %ld records %s into %s\n",
+                     kill_name(ondemand->signal).c_str(), atomic_file::process_id(), what.c_str(),
+                     ondemand->config.output_dir.c_str());
+        return true;
+      }
       auto config = capture_config_from_env(lookup);
       if (!config) return false;
       format_ = trace_format_from_env(lookup);

@@ -37,6 +37,7 @@
 #include "strata/impl/averages_table.hpp"
 #include "strata/impl/c_api.hpp"
 #include "strata/impl/cold_path.hpp"
+#include "strata/impl/ondemand.hpp"
 #include "strata/impl/profiler.hpp"
 
 #else

@@ -31,6 +31,9 @@ inline namespace v1 {
 
 class core_set;
 struct trace_data;
+namespace detail {
+struct profiler_access;
+}
 
 /// Totals of a session, like the footer of torch.profiler's table.
 struct profiler_stats {
@@ -174,6 +177,24 @@ class profiler {
   /// stays as it is until the next `step()`, `stop()`, `start()` or `export_window_trace()`.
   const std::vector<std::string>& trace_files() const noexcept;
 
+  /// Writes what the session holds now, without stopping it: while a window records, a copy of
+  /// every thread's records so far (a flight recorder's newest records; a lossless session's
+  /// blocks, spilled ones included), ordered and written as `export_chrome_trace` writes a
+  /// collected window; recording threads go on meanwhile, and the window's own trace later
+  /// still holds every record. Otherwise (stopped, or between windows of a schedule), the last
+  /// collected window. `path` ending in `.pftrace` (or `.pftrace.gz`) is written in Perfetto's
+  /// format, `.gz` gzip-compressed; empty: `output_dir/snapshot-<pid>-<n>.json`, never
+  /// overwriting a file (`.1`, `.2`, ... before `.json` while the name exists). While a window
+  /// records it may be called from any thread; a `step()` or `stop()` at the same time waits
+  /// for the copy (not for the file). Scopes still open are not in it, nor is the step in
+  /// progress. Raises `strata::error` if the file cannot be written.
+  ///
+  /// **Example**
+  /// ```cpp
+  /// auto written = prof.snapshot();  // strata-out/snapshot-<pid>-1.json; prof keeps recording
+  /// ```
+  export_result snapshot(const std::string& path = {}) const;
+
   /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
   profiler_stats stats() const;
 
@@ -190,6 +211,7 @@ class profiler {
   const core_set& capture_cores() const noexcept;
 
  private:
+  friend struct detail::profiler_access;  // on-demand capture (impl/ondemand.hpp)
   struct session;
   session* session_;
 };

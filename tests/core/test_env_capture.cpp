@@ -2,6 +2,7 @@
 // child process is tests/check_env_capture.py).
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <map>
 #include <string>
 
@@ -114,4 +115,79 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
             .find("STRATA_BUFFER_CAPACITY") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_OVERFLOW", "block"}}})
             .find("STRATA_OVERFLOW='block'") != std::string::npos);
+}
+
+namespace {
+
+std::string ondemand_error_of(const fake_env& env) {
+  try {
+    strata::ondemand_settings_from_env(env.lookup());
+  } catch (const strata::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("on-demand env: off unless STRATA_ONDEMAND is 1; defaults; every variable") {
+  CHECK_FALSE(strata::ondemand_settings_from_env(fake_env{}.lookup()));
+  CHECK_FALSE(strata::ondemand_settings_from_env(fake_env{{{"STRATA_ONDEMAND", "0"}}}.lookup()));
+  CHECK_FALSE(strata::ondemand_settings_from_env(fake_env{{{"STRATA_ONDEMAND_STEPS", "5"}}}.lookup()));
+  SUBCASE("defaults") {
+    const auto s = strata::ondemand_settings_from_env(fake_env{{{"STRATA_ONDEMAND", "1"}}}.lookup());
+    REQUIRE(s.has_value());
+    CHECK(s->steps == 10);
+    CHECK(s->duration.count() == 0);
+    CHECK(s->signal == SIGUSR2);
+    CHECK(s->config.output_dir == "strata-out");
+    CHECK_FALSE(s->perfetto);
+  }
+  SUBCASE("set") {
+    const auto s = strata::ondemand_settings_from_env(
+        fake_env{{{"STRATA_ONDEMAND", "1"}, {"STRATA_ONDEMAND_DURATION_MS", "250"},
+                  {"STRATA_ONDEMAND_SIGNAL", "SIGUSR1"}, {"STRATA_OUTPUT_DIR", "/tmp/x"},
+                  {"STRATA_LAYERS", "framework"}, {"STRATA_FORMAT", "perfetto"}}}
+            .lookup());
+    REQUIRE(s.has_value());
+    CHECK(s->steps == 0);
+    CHECK(s->duration.count() == 250);
+    CHECK(s->signal == SIGUSR1);
+    CHECK(s->config.output_dir == "/tmp/x");
+    CHECK(s->config.layers == strata::layer_set{strata::layer::framework});
+    CHECK(s->perfetto);
+    const auto steps = strata::ondemand_settings_from_env(
+        fake_env{{{"STRATA_ONDEMAND", "1"}, {"STRATA_ONDEMAND_STEPS", " 3 "}}}.lookup());
+    REQUIRE(steps.has_value());
+    CHECK(steps->steps == 3);
+  }
+}
+
+TEST_CASE("on-demand env: signals by name or number") {
+  CHECK(strata::parse_signal("SIGUSR2") == SIGUSR2);
+  CHECK(strata::parse_signal("USR1") == SIGUSR1);
+  CHECK(strata::parse_signal(" HUP ") == SIGHUP);
+  CHECK(strata::parse_signal(std::to_string(SIGUSR1)) == SIGUSR1);
+  CHECK(strata::parse_signal(std::to_string(SIGRTMIN + 1)) == SIGRTMIN + 1);
+  for (const char* bad : {"BOGUS", "SIGKILL", "STOP", "SEGV", "9", "0", "", "usr1", "SIG"})
+    CHECK_THROWS_WITH_AS(strata::parse_signal(bad),
+                         doctest::Contains("STRATA_ONDEMAND_SIGNAL"), strata::error);
+}
+
+TEST_CASE("on-demand env: a bad value names its variable") {
+  using env = std::map<std::string, std::string>;
+  CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "yes"}}}).find("STRATA_ONDEMAND='yes'") !=
+        std::string::npos);
+  for (const char* steps : {"abc", "0", "-3", "1000001"})
+    CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_ONDEMAND_STEPS", steps}}})
+              .find(std::string("STRATA_ONDEMAND_STEPS='") + steps + "'") != std::string::npos);
+  CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_ONDEMAND_DURATION_MS", "0"}}})
+            .find("STRATA_ONDEMAND_DURATION_MS='0'") != std::string::npos);
+  CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_ONDEMAND_STEPS", "2"},
+                               {"STRATA_ONDEMAND_DURATION_MS", "9"}}})
+            .find("both set") != std::string::npos);
+  CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_PROFILE", "1"}}})
+            .find("STRATA_PROFILE=1 and STRATA_ONDEMAND=1") != std::string::npos);
+  CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_SPILL", "maybe"}}})
+            .find("STRATA_SPILL='maybe'") != std::string::npos);
 }

@@ -119,6 +119,24 @@ class block_chain {
     return ok;
   }
 
+  /// A snapshot's reader, from any thread, while the producer records: appends every record so
+  /// far to `out`, oldest first, as `read` does, but takes the store's lock for one block at a
+  /// time, so that a thread handing a block off waits for at most one block's copy. False if
+  /// spilled records could not be read back. The chain must not be collected meanwhile.
+  bool copy_to(std::vector<record>& out) const {
+    bool ok = true;
+    for (std::size_t i = 0;; ++i) {
+      std::lock_guard lock(store_->mutex());
+      if (i < entries_.size()) {
+        ok = store_->read_locked(entries_[i], out) && ok;
+        continue;
+      }
+      // No block was handed off since the last one read: the current block completes the copy.
+      if (current_ != nullptr) out.insert(out.end(), current_->begin(), cursor_->acquire_next());
+      return ok;
+    }
+  }
+
   /// Consumer, once the session has stopped and the store's writer with it: takes the chain's
   /// records out. Where its spilled blocks are in the spill file, in order, goes to `spilled`;
   /// every other record is appended to `in_memory`, each block freed once copied, so collecting

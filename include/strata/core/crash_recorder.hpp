@@ -1,5 +1,5 @@
 // strata/core/crash_recorder.hpp: writes every thread's records to a file when the process
-// crashes (profiler_config::crash_dump; docs/crash-dumps.md).
+// crashes (profiler_config::crash_dump; docs/production.md#crash-dumps).
 //
 // Armed when a profiler with crash_dump starts: the dump file is created in the output directory
 // then, and everything the handler needs (its write buffer, the table that dedupes sites) is

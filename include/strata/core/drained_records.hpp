@@ -50,6 +50,12 @@ class drained_records {
     for (const auto& c : chunks_) f(c.data(), c.size());
   }
 
+  /// Appends everything drained so far to `out`, oldest first; leaves this as it is.
+  void copy_to(std::vector<record>& out) const {
+    out.reserve(out.size() + size());
+    for (const auto& c : chunks_) out.insert(out.end(), c.begin(), c.end());
+  }
+
   /// Everything drained so far as one vector, oldest first; leaves this empty.
   std::vector<record> take() {
     std::vector<record> all;

@@ -51,7 +51,7 @@ struct profiler_config {
   /// Crash-safe flight recorder: while the profiler is started, a SIGSEGV, SIGBUS, SIGILL,
   /// SIGFPE or SIGABRT writes every thread's buffered records to `strata-crash-<pid>.dump` in
   /// `output_dir` (created at `start()`, removed at `stop()` when nothing crashed), then lets
-  /// the signal take its course (docs/crash-dumps.md). `strata-report convert DUMP -o
+  /// the signal take its course (docs/production.md#crash-dumps). `strata-report convert DUMP -o
   /// trace.json` turns the dump into a trace. Off by default.
   bool crash_dump = false;
   /// The process name shown in traces; empty: the program's name.

@@ -162,6 +162,40 @@ class ring_buffer {
     return result;
   }
 
+  /// Consumer only (with whatever lock serialises the consumers): appends the records a drain
+  /// would take now to `out`, oldest first, without taking them: the ring stays as it is for the
+  /// next drain. `lost`: records a drain now would report lost (overwritten or dropped since
+  /// the last drain, and any slot the producer may have been rewriting while they were copied).
+  drain_result copy_newest(std::vector<record>& out) const {
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    const std::uint64_t head = published();
+    std::uint64_t from = tail;
+    const std::uint64_t cap = mask_ + 1;
+    if (head - from > cap) from = head - cap;
+    const std::size_t base = out.size();
+    out.resize(base + static_cast<std::size_t>(head - from));
+    for (std::uint64_t i = from; i != head; ++i) {
+      record& slot = slots_[i & mask_];
+      record& dst = out[base + static_cast<std::size_t>(i - from)];
+      dst.begin = std::atomic_ref<std::uint64_t>(slot.begin).load(std::memory_order_relaxed);
+      dst.end = std::atomic_ref<std::uint64_t>(slot.end).load(std::memory_order_relaxed);
+      dst.where = std::atomic_ref<const site*>(slot.where).load(std::memory_order_relaxed);
+      dst.payload = std::atomic_ref<std::uint64_t>(slot.payload).load(std::memory_order_relaxed);
+    }
+    if (policy_ == overflow_policy::overwrite_oldest) {
+      // As in drain(): what the producer may have rewritten while it was copied is left out.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const std::uint64_t head_after = published();
+      if (head_after + 1 > from + cap) {
+        const std::uint64_t torn = std::min(head_after + 1 - cap, head) - from;
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(base),
+                  out.begin() + static_cast<std::ptrdiff_t>(base + torn));
+        from += torn;
+      }
+    }
+    return {head - from, (from - tail) + (dropped_.load(std::memory_order_relaxed) - dropped_seen_)};
+  }
+
   /// Records the producer has published so far (stored, whether or not drained since). Any
   /// thread, with whatever lock orders it with `bind`/`unbind`.
   std::uint64_t published() const noexcept {

@@ -211,6 +211,14 @@ class registry {
     }
   }
 
+  /// Calls `f(const std::shared_ptr<thread_buffer>&)` for each buffer of the session, under the
+  /// registry's lock, leaving rings undrained (a snapshot copies them without taking them).
+  template <class F>
+  void visit_buffers(F&& f) {
+    std::lock_guard lock(mutex_);
+    for (const auto& b : buffers_) f(b);
+  }
+
   /// The current session's block store (null for a flight recorder or before any session).
   std::shared_ptr<block_store> store() {
     std::lock_guard lock(mutex_);

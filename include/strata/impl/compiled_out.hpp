@@ -13,6 +13,7 @@
 #include "strata/analysis/averages.hpp"
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/trace_data.hpp"
+#include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 
 namespace strata {
@@ -55,6 +56,7 @@ averages profiler::key_averages(key_averages_options options) const {
   return a;
 }
 export_result profiler::export_window_trace() { return {}; }
+export_result profiler::snapshot(const std::string&) const { return {}; }
 const std::vector<std::string>& profiler::trace_files() const noexcept {
   return session_->files;
 }
@@ -66,6 +68,13 @@ profiler_stats profiler::stats() const {
 const trace_data& profiler::data() const noexcept { return session_->data; }
 const profiler_config& profiler::config() const noexcept { return session_->config; }
 const core_set& profiler::capture_cores() const noexcept { return session_->cores; }
+
+capture_result request_capture(const capture_request&) noexcept {
+  return {capture_outcome::compiled_out,
+          "strata: compiled out (STRATA_ENABLED=0): this program records no trace"};
+}
+capture_state ondemand_state() { return {}; }
+void detail::enable_ondemand(const ondemand_settings&) { detail::say_compiled_out(); }
 
 std::vector<average_row> averages::sorted(std::string_view) const { return rows; }
 std::string averages::table(const table_options&) const {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@
 #include "strata/core/schedule_check.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
+#include "strata/core/snapshot.hpp"
 #include "strata/core/thread_registry.hpp"
 #include "strata/core/track_reader.hpp"
 #include "strata/export/atomic_file.hpp"
@@ -85,6 +87,16 @@ inline constinit std::atomic<profiler*> active_profiler{nullptr};
 inline std::recursive_mutex& session_control_mutex() {
   static std::recursive_mutex* m = new std::recursive_mutex;  // never destroyed: used at exit
   return *m;
+}
+
+/// `dir/stem.ext`, or `dir/stem.1.ext`, `dir/stem.2.ext`, ...: the first name that does not
+/// exist, so that no file is ever overwritten.
+inline std::filesystem::path unused_path(const std::filesystem::path& dir, const std::string& stem,
+                                         const std::string& ext) {
+  std::filesystem::path path = dir / (stem + ext);
+  for (int n = 1; std::filesystem::exists(path); ++n)
+    path = dir / (stem + "." + std::to_string(n) + ext);
+  return path;
 }
 
 /// Writes a window's trace to a file of its own in `dir`, `trace_step<first>-<last>.json`,
@@ -362,6 +374,39 @@ struct profiler::session {
     return strata::key_averages(collected(), options);
   }
 
+  // From any thread while a window records (the control mutex keeps the session from ending
+  // during the copy; the file is written after it is released).
+  export_result snapshot(const std::string& path) const {
+    std::shared_ptr<const trace_data> last;
+    trace_data copy;
+    {
+      std::lock_guard lock(detail::session_control_mutex());
+      if (!recording_) {
+        settle();
+        last = data_;
+      } else {
+        copy = recording_data_;  // the window's facts; the records come from the buffers
+        copy.stop_ticks = clock::now();
+        detail::snapshot_session(copy);
+      }
+    }
+    if (!last) {
+      detail::order_session(copy);
+      copy.clock.finish();
+    }
+    static std::atomic<std::uint64_t> count{0};
+    const std::filesystem::path target =
+        !path.empty() ? std::filesystem::path(path)
+                      : detail::unused_path(config_.output_dir,
+                                            "snapshot-" + std::to_string(atomic_file::process_id()) +
+                                                "-" + std::to_string(count.fetch_add(1) + 1),
+                                            ".json");
+    const trace_data& d = last ? *last : copy;
+    const std::string name = target.filename().string();
+    const bool perfetto = name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
+    return perfetto ? write_perfetto_trace(d, target) : write_chrome_trace(d, target);
+  }
+
   export_result export_window_trace() {
     if (recording_) throw error("profiler::export_window_trace() needs a collected window; call it from on_trace_ready or after stop()");
     const trace_data& d = collected();  // after the windows being written in the background
@@ -469,7 +514,9 @@ struct profiler::session {
       detail::active_profiler.store(nullptr);
     }
     std::exception_ptr failed;
-    if (ended) {
+    if (ended && ready && window_sink_) {
+      window_sink_(std::move(ended));  // on-demand capture: its own thread orders and writes it
+    } else if (ended) {
       if (ready && writes_in_background()) {
         try {
           writer_.submit(std::move(ended), window_, config_.output_dir);
@@ -575,7 +622,24 @@ struct profiler::session {
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;
+  // Set by on-demand capture (detail::profiler_access) before start(): takes each ended window,
+  // unordered, instead of on_trace_ready or the window writer.
+  std::function<void(std::shared_ptr<trace_data>)> window_sink_;
 };
+
+namespace detail {
+
+/// What on-demand capture (impl/ondemand.hpp) needs of a profiler beyond its public interface.
+struct profiler_access {
+  /// Before `start()`: every window that ends is handed to `sink` (records taken, not yet
+  /// ordered), on the thread that ends it, instead of being collected into `data()`.
+  static void set_window_sink(profiler& p, std::function<void(std::shared_ptr<trace_data>)> sink) {
+    std::lock_guard lock(session_control_mutex());
+    p.session_->window_sink_ = std::move(sink);
+  }
+};
+
+}  // namespace detail
 
 
 profiler::profiler(profiler_config config) {
@@ -619,6 +683,7 @@ const std::vector<std::string>& profiler::trace_files() const noexcept {
   return session_->trace_files();
 }
 profiler_stats profiler::stats() const { return session_->stats(); }
+export_result profiler::snapshot(const std::string& path) const { return session_->snapshot(path); }
 const trace_data& profiler::data() const noexcept { return session_->data(); }
 const profiler_config& profiler::config() const noexcept { return session_->config(); }
 const core_set& profiler::capture_cores() const noexcept { return session_->capture_cores(); }
