@@ -124,42 +124,10 @@ class ring_buffer {
   /// Consumer only. Appends every record available now to `out`, oldest first, and reports how
   /// many were lost (dropped by the producer or overwritten before this drain could copy them).
   drain_result drain(std::vector<record>& out) {
-    drain_result result;
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    const std::uint64_t head = published();
-    std::uint64_t from = tail;
-    const std::uint64_t cap = mask_ + 1;
-    if (head - from > cap) from = head - cap;  // overwrite_oldest: the oldest are gone
-
-    const std::size_t base = out.size();
-    out.resize(base + static_cast<std::size_t>(head - from));
-    for (std::uint64_t i = from; i != head; ++i) {
-      record& slot = slots_[i & mask_];
-      record& dst = out[base + static_cast<std::size_t>(i - from)];
-      dst.begin = std::atomic_ref<std::uint64_t>(slot.begin).load(std::memory_order_relaxed);
-      dst.end = std::atomic_ref<std::uint64_t>(slot.end).load(std::memory_order_relaxed);
-      dst.where = std::atomic_ref<const site*>(slot.where).load(std::memory_order_relaxed);
-      dst.payload = std::atomic_ref<std::uint64_t>(slot.payload).load(std::memory_order_relaxed);
-    }
-    if (policy_ == overflow_policy::overwrite_oldest) {
-      // The producer may have lapped us while we copied. Index i is intact only while the
-      // producer has not begun writing index i + cap, which it may do as soon as head reaches
-      // i + cap; so everything below head_after - cap + 1 is suspect and is counted as lost.
-      // (With a lapped ring this always sacrifices the one slot that may be mid-rewrite.)
-      std::atomic_thread_fence(std::memory_order_acquire);
-      const std::uint64_t head_after = published();
-      if (head_after + 1 > from + cap) {
-        const std::uint64_t first_intact = head_after + 1 - cap;
-        const std::uint64_t torn = std::min(first_intact, head) - from;
-        out.erase(out.begin() + static_cast<std::ptrdiff_t>(base),
-                  out.begin() + static_cast<std::ptrdiff_t>(base + torn));
-        from += torn;
-      }
-    }
-    result.copied = head - from;
-    result.lost = (from - tail) + take_dropped();
-    tail_.store(head, std::memory_order_release);
-    return result;
+    const copied c = copy_since(tail, out);
+    tail_.store(c.head, std::memory_order_release);
+    return {c.head - c.from, (c.from - tail) + take_dropped()};
   }
 
   /// Consumer only (with whatever lock serialises the consumers): appends the records a drain
@@ -168,32 +136,8 @@ class ring_buffer {
   /// the last drain, and any slot the producer may have been rewriting while they were copied).
   drain_result copy_newest(std::vector<record>& out) const {
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    const std::uint64_t head = published();
-    std::uint64_t from = tail;
-    const std::uint64_t cap = mask_ + 1;
-    if (head - from > cap) from = head - cap;
-    const std::size_t base = out.size();
-    out.resize(base + static_cast<std::size_t>(head - from));
-    for (std::uint64_t i = from; i != head; ++i) {
-      record& slot = slots_[i & mask_];
-      record& dst = out[base + static_cast<std::size_t>(i - from)];
-      dst.begin = std::atomic_ref<std::uint64_t>(slot.begin).load(std::memory_order_relaxed);
-      dst.end = std::atomic_ref<std::uint64_t>(slot.end).load(std::memory_order_relaxed);
-      dst.where = std::atomic_ref<const site*>(slot.where).load(std::memory_order_relaxed);
-      dst.payload = std::atomic_ref<std::uint64_t>(slot.payload).load(std::memory_order_relaxed);
-    }
-    if (policy_ == overflow_policy::overwrite_oldest) {
-      // As in drain(): what the producer may have rewritten while it was copied is left out.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      const std::uint64_t head_after = published();
-      if (head_after + 1 > from + cap) {
-        const std::uint64_t torn = std::min(head_after + 1 - cap, head) - from;
-        out.erase(out.begin() + static_cast<std::ptrdiff_t>(base),
-                  out.begin() + static_cast<std::ptrdiff_t>(base + torn));
-        from += torn;
-      }
-    }
-    return {head - from, (from - tail) + (dropped_.load(std::memory_order_relaxed) - dropped_seen_)};
+    const copied c = copy_since(tail, out);
+    return {c.head - c.from, (c.from - tail) + (dropped_.load(std::memory_order_relaxed) - dropped_seen_)};
   }
 
   /// Records the producer has published so far (stored, whether or not drained since). Any
@@ -239,6 +183,44 @@ class ring_buffer {
 
   std::uint64_t position(std::uint64_t laps, const record* p) const noexcept {
     return laps * (mask_ + 1) + static_cast<std::uint64_t>(p - slots_.get());
+  }
+
+  // What copy_since copied: records [from, head) of the producer's count.
+  struct copied {
+    std::uint64_t from, head;
+  };
+
+  // Appends the records published since `tail` that are still in the ring to `out`, oldest
+  // first. With overwrite_oldest the producer may have lapped us while we copied: index i is
+  // intact only while the producer has not begun writing index i + cap, which it may do as soon
+  // as head reaches i + cap; so everything below head_after - cap + 1 is suspect and left out.
+  // (With a lapped ring this always sacrifices the one slot that may be mid-rewrite.)
+  copied copy_since(std::uint64_t tail, std::vector<record>& out) const {
+    const std::uint64_t head = published();
+    std::uint64_t from = tail;
+    const std::uint64_t cap = mask_ + 1;
+    if (head - from > cap) from = head - cap;  // overwrite_oldest: the oldest are gone
+    const std::size_t base = out.size();
+    out.resize(base + static_cast<std::size_t>(head - from));
+    for (std::uint64_t i = from; i != head; ++i) {
+      record& slot = slots_[i & mask_];
+      record& dst = out[base + static_cast<std::size_t>(i - from)];
+      dst.begin = std::atomic_ref<std::uint64_t>(slot.begin).load(std::memory_order_relaxed);
+      dst.end = std::atomic_ref<std::uint64_t>(slot.end).load(std::memory_order_relaxed);
+      dst.where = std::atomic_ref<const site*>(slot.where).load(std::memory_order_relaxed);
+      dst.payload = std::atomic_ref<std::uint64_t>(slot.payload).load(std::memory_order_relaxed);
+    }
+    if (policy_ == overflow_policy::overwrite_oldest) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const std::uint64_t head_after = published();
+      if (head_after + 1 > from + cap) {
+        const std::uint64_t torn = std::min(head_after + 1 - cap, head) - from;
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(base),
+                  out.begin() + static_cast<std::ptrdiff_t>(base + torn));
+        from += torn;
+      }
+    }
+    return {from, head};
   }
 
   // Consumer's share of the drop counter: what was dropped since the last drain.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,37 @@ inline namespace v1 {
 
 namespace detail {
 
+/// A track for the buffer of `info`, with no records yet: its thread's (or device track's) ids
+/// and names; a steps track is named after its thread as the thread is named now.
+inline thread_track track_for(const thread_info& info) {
+  thread_track t;
+  t.tid = info.tid;
+  t.sort_index = info.order;
+  t.name = info.name;
+  t.exited = info.exited;
+  t.pid = info.pid;
+  t.process_name = info.process_name;
+  t.timestamps_in_ns = info.timestamps_in_ns;
+  if (info.steps_of) {
+    const thread_info& of = *info.steps_of;
+    t.steps = true;
+    t.steps_of = of.tid;
+    t.name = (of.name.empty() ? "thread " + std::to_string(of.tid) : of.name) + " steps";
+    t.exited = of.exited;
+  }
+  return t;
+}
+
+/// What a lossless session's store did with its memory, into `out`.
+inline void note_memory(trace_data& out, block_store& store) {
+  const block_store_stats s = store.stats();
+  out.spilled = s.spilled_records;
+  out.spill_bytes = s.spill_bytes;
+  out.peak_memory = s.peak_bytes;
+  out.memory_waits = s.waits;
+  if (out.spill_error.empty()) out.spill_error = s.spill_error;
+}
+
 /// Moves every thread's records of the session that just ended out of the registry into `out`
 /// (whose `start_ticks` must be set), as they are: one copy of each thread's blocks, nothing
 /// sorted yet (`order_session` does that, on any thread). The registry is then free to begin
@@ -27,21 +59,7 @@ inline void take_session(trace_data& out) {
   const std::shared_ptr<block_store> store = registry::instance().store();
   if (store) store->clear_spill_queue();
   registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
-    thread_track t;
-    t.tid = info.tid;
-    t.sort_index = info.order;
-    t.name = info.name;
-    t.exited = info.exited;
-    t.pid = info.pid;
-    t.process_name = info.process_name;
-    t.timestamps_in_ns = info.timestamps_in_ns;
-    if (info.steps_of) {  // named after its thread as the thread is named now
-      const thread_info& of = *info.steps_of;
-      t.steps = true;
-      t.steps_of = of.tid;
-      t.name = (of.name.empty() ? "thread " + std::to_string(of.tid) : of.name) + " steps";
-      t.exited = of.exited;
-    }
+    thread_track t = track_for(info);
     if (b.chain) {
       // What was spilled stays in the spill file (the trace writers read it from there); the
       // rest is copied out of the blocks, and the records not in order set apart as the writer
@@ -64,12 +82,7 @@ inline void take_session(trace_data& out) {
     out.threads.push_back(std::move(t));
   });
   if (store) {
-    const block_store_stats s = store->stats();
-    out.spilled = s.spilled_records;
-    out.spill_bytes = s.spill_bytes;
-    out.peak_memory = s.peak_bytes;
-    out.memory_waits = s.waits;
-    if (out.spill_error.empty()) out.spill_error = s.spill_error;
+    note_memory(out, *store);
     out.spill = store->take_spill_file();
     store->release_free_blocks();
   }

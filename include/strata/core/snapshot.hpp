@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/core/session.hpp"
 #include "strata/core/thread_registry.hpp"
 #include "strata/core/trace_data.hpp"
 
@@ -30,20 +31,8 @@ inline void snapshot_session(trace_data& out) {
   registry& reg = registry::instance();
   reg.visit_buffers([&](const std::shared_ptr<thread_buffer>& b) {
     const thread_info& info = *b->info;
-    thread_track t;
-    t.tid = info.tid;
-    t.sort_index = info.order;
-    t.name = info.name;
-    t.exited = info.exited;
-    t.pid = info.pid;
-    t.process_name = info.process_name;
-    t.timestamps_in_ns = info.timestamps_in_ns;
+    thread_track t = track_for(info);
     if (info.steps_of) {
-      const thread_info& of = *info.steps_of;
-      t.steps = true;
-      t.steps_of = of.tid;
-      t.name = (of.name.empty() ? "thread " + std::to_string(of.tid) : of.name) + " steps";
-      t.exited = of.exited;
       t.records = b->steps;
     } else if (b->chain) {
       chains.emplace_back(out.threads.size(), b);  // copied below, without the registry's lock
@@ -59,14 +48,7 @@ inline void snapshot_session(trace_data& out) {
     if (!b->chain->copy_to(t.records)) out.spill_error = "the spill file could not be read back";
     t.lost = b->chain->dropped();
   }
-  if (std::shared_ptr<block_store> store = reg.store()) {
-    const block_store_stats s = store->stats();
-    out.spilled = s.spilled_records;
-    out.spill_bytes = s.spill_bytes;
-    out.peak_memory = s.peak_bytes;
-    out.memory_waits = s.waits;
-    if (out.spill_error.empty()) out.spill_error = s.spill_error;
-  }
+  if (std::shared_ptr<block_store> store = reg.store()) note_memory(out, *store);
 }
 
 }  // namespace detail
