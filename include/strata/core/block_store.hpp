@@ -199,7 +199,7 @@ class block_store {
   void forget_locked(block_entry& entry) {
     if (entry.where == block_entry::place::memory) {
       fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), &entry), fifo_.end());
-      free_block(entry.block);
+      discard_block(entry.block);
       --allocated_;
       --full_;
       entry.block = nullptr;
