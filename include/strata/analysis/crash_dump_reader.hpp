@@ -167,8 +167,8 @@ class crash_dump_parser {
     if (at_ != bytes_.size())
       fail(at_, std::to_string(bytes_.size() - at_) + " bytes after its end section");
 
-    // Point each record at its site; a record whose site is missing gets a placeholder, and the
-    // handler's padding (a null site) is dropped.
+    // Point each record at its site; a record whose site the dump lacks becomes an instant
+    // named "[unknown]", and the handler's padding (a null site) is dropped.
     site* unknown = nullptr;
     for (thread_track& t : d.threads) {
       std::erase_if(t.records, [](const record& r) { return r.where == nullptr; });

@@ -447,10 +447,8 @@ class session_averages {
   /// `spilled_` (one track at a time in memory).
   std::span<const record> records_of(const thread_track& track) {
     if (track.spilled.empty()) return track.records;
-    spilled_.clear();
-    spilled_.shrink_to_fit();
-    spilled_.reserve(static_cast<std::size_t>(track.record_count()));
-    read_track(data_, track, [&](const record* first, std::size_t n) { spilled_.insert(spilled_.end(), first, first + n); });
+    std::vector<record>().swap(spilled_);  // the previous spilled track's memory goes first
+    read_track_into(data_, track, spilled_);
     return spilled_;
   }
 

@@ -104,24 +104,9 @@ class block_chain {
     end_change(seq);
   }
 
-  /// Consumer, with the registry's lock held: appends every record so far to `out`, oldest
-  /// first (the current block up to what the producer has published). False if spilled records
-  /// could not be read back (what was read is kept).
-  bool read(std::vector<record>& out) const {
-    std::lock_guard lock(store_->mutex());
-    bool ok = true;
-    for (const block_entry& e : entries_) ok = store_->read_locked(e, out) && ok;
-    if (current_ != nullptr) {
-      const record* first = current_->begin();
-      const record* end = cursor_->acquire_next();
-      out.insert(out.end(), first, end);
-    }
-    return ok;
-  }
-
   /// A snapshot's reader, from any thread, while the producer records: appends every record so
-  /// far to `out`, oldest first, as `read` does, but takes the store's lock for one block at a
-  /// time, so that a thread handing a block off waits for at most one block's copy. False if
+  /// far to `out`, oldest first (the current block up to what the producer has published),
+  /// taking the store's lock for one block at a time, so that a thread handing a block off waits for at most one block's copy. False if
   /// spilled records could not be read back. The chain must not be collected meanwhile.
   bool copy_to(std::vector<record>& out) const {
     bool ok = true;

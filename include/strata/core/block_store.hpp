@@ -264,7 +264,7 @@ class block_store {
   spilled_thread take_spilled(std::uint32_t thread) {
     std::lock_guard lock(mutex_);
     const auto found = spilled_threads_.find(thread);
-    if (found == spilled_threads_.end()) return spilled_thread{block_order(settings_.start_ticks), {}, 0};
+    if (found == spilled_threads_.end()) return fresh_spilled_thread();
     spilled_thread t = std::move(found->second);
     spilled_threads_.erase(found);
     return t;
@@ -279,6 +279,9 @@ class block_store {
   }
 
  private:
+  // What the writer has noted of a thread before spilling any of its blocks.
+  spilled_thread fresh_spilled_thread() const { return {block_order(settings_.start_ticks), {}, 0}; }
+
   // Wakes the writer when a wake-up is worth its cost to the recording thread (a futex call):
   // the free blocks are down to half the reserve, or full blocks must be spilled for a thread to
   // go on. The writer then works until it has nothing left to do.
@@ -376,8 +379,7 @@ class block_store {
     std::size_t late_before = 0;
     block_order order_before;
     try {
-      t = &spilled_threads_.try_emplace(e.thread, spilled_thread{block_order(settings_.start_ticks), {}, 0})
-               .first->second;
+      t = &spilled_threads_.try_emplace(e.thread, fresh_spilled_thread()).first->second;
       order_before = t->order;
       late_before = t->late.size();
       in_order = t->order.split(e.block->records, e.count, nullptr, &t->late);

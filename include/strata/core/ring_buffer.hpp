@@ -143,17 +143,11 @@ class ring_buffer {
   /// Records the producer has published so far (stored, whether or not drained since). Any
   /// thread, with whatever lock orders it with `bind`/`unbind`.
   std::uint64_t published() const noexcept {
-    for (;;) {
-      const std::uint64_t seq = seq_.load(std::memory_order_acquire);
-      if ((seq & 1) == 0) {
-        const std::uint64_t laps = laps_.load(std::memory_order_relaxed);
-        record* p = cursor_->acquire_next();
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (seq_.load(std::memory_order_relaxed) == seq) return position(laps, p);
-      }
-      // The producer is wrapping (a few instructions): let it finish.
-      std::this_thread::yield();
-    }
+    std::uint64_t laps = 0;
+    record* p = nullptr;
+    // The producer is wrapping (a few instructions): let it finish.
+    while (!read_cursor(laps, p)) std::this_thread::yield();
+    return position(laps, p);
   }
 
   /// What a crash handler reads (core/crash_recorder.hpp): the slots, and the producer's
@@ -163,12 +157,9 @@ class ring_buffer {
   /// from `max(tail, head - capacity())` below `head`, slot `i & (capacity - 1)`.
   bool crash_view(const record*& slots, std::uint64_t& head, std::uint64_t& tail) const noexcept {
     for (int attempt = 0; attempt < 1000; ++attempt) {
-      const std::uint64_t seq = seq_.load(std::memory_order_acquire);
-      if ((seq & 1) != 0) continue;
-      const std::uint64_t laps = laps_.load(std::memory_order_relaxed);
-      record* p = cursor_->acquire_next();
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (seq_.load(std::memory_order_relaxed) != seq) continue;
+      std::uint64_t laps = 0;
+      record* p = nullptr;
+      if (!read_cursor(laps, p)) continue;
       if (p == nullptr) return false;  // unbound and never written through
       slots = slots_.get();
       head = position(laps, p);
@@ -183,6 +174,17 @@ class ring_buffer {
 
   std::uint64_t position(std::uint64_t laps, const record* p) const noexcept {
     return laps * (mask_ + 1) + static_cast<std::uint64_t>(p - slots_.get());
+  }
+
+  // One consistent read of the producer's laps and cursor (under the sequence count the producer
+  // makes odd while it wraps); false if the producer was wrapping.
+  bool read_cursor(std::uint64_t& laps, record*& p) const noexcept {
+    const std::uint64_t seq = seq_.load(std::memory_order_acquire);
+    if ((seq & 1) != 0) return false;
+    laps = laps_.load(std::memory_order_relaxed);
+    p = cursor_->acquire_next();
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return seq_.load(std::memory_order_relaxed) == seq;
   }
 
   // What copy_since copied: records [from, head) of the producer's count.

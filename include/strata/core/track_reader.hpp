@@ -66,6 +66,13 @@ void read_track(const trace_data& data, const thread_track& track, F&& f) {
   for (; next_late < late.size(); ++next_late) f(&late[next_late], 1);
 }
 
+/// Replaces `out` with every record of `track`, in order (`read_track`).
+inline void read_track_into(const trace_data& data, const thread_track& track, std::vector<record>& out) {
+  out.clear();
+  out.reserve(static_cast<std::size_t>(track.record_count()));
+  read_track(data, track, [&](const record* first, std::size_t n) { out.insert(out.end(), first, first + n); });
+}
+
 /// Reads the spilled records of every track of `data` back into its `records`, in order, and
 /// lets the spill file go: for a reader that wants the records in memory (`profiler::data()`).
 /// Raises `strata::error` if the spill file cannot be read (the tracks are then as they were).
@@ -73,9 +80,7 @@ inline void load_spilled(trace_data& data) {
   std::vector<std::vector<record>> loaded(data.threads.size());
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const thread_track& t = data.threads[i];
-    if (t.spilled.empty()) continue;
-    loaded[i].reserve(static_cast<std::size_t>(t.record_count()));
-    read_track(data, t, [&](const record* first, std::size_t n) { loaded[i].insert(loaded[i].end(), first, first + n); });
+    if (!t.spilled.empty()) read_track_into(data, t, loaded[i]);
   }
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     thread_track& t = data.threads[i];

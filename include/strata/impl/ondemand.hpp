@@ -312,7 +312,7 @@ class ondemand_service {
         const std::string stem =
             "ondemand-" + std::to_string(atomic_file::process_id()) + "-" + std::to_string(number);
         const std::filesystem::path path = unused_path(dir, stem, perfetto ? ".pftrace" : ".json");
-        file = (perfetto ? write_perfetto_trace(*ended, path) : write_chrome_trace(*ended, path)).path;
+        file = write_trace(*ended, path).path;
         char counts[160];
         std::snprintf(counts, sizeof counts, " (%llu records from %llu threads, %llu lost)",
                       static_cast<unsigned long long>(ended->recorded()),

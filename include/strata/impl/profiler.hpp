@@ -103,12 +103,17 @@ inline std::filesystem::path unused_path(const std::filesystem::path& dir, const
 /// adding `.1`, `.2`, … before `.json` while the name exists.
 inline export_result write_window_trace(const trace_data& data, step_window window,
                                         const std::filesystem::path& dir) {
-  const std::string stem =
-      "trace_step" + std::to_string(window.first) + "-" + std::to_string(window.last);
-  std::filesystem::path path = dir / (stem + ".json");
-  for (int n = 1; std::filesystem::exists(path); ++n)
-    path = dir / (stem + "." + std::to_string(n) + ".json");
-  return write_chrome_trace(data, path);
+  return write_chrome_trace(
+      data, unused_path(dir, "trace_step" + std::to_string(window.first) + "-" + std::to_string(window.last),
+                        ".json"));
+}
+
+/// Writes `data` to `path` in the format its name asks for: Perfetto's for `.pftrace` (and
+/// `.pftrace.gz`), Chrome JSON otherwise.
+inline export_result write_trace(const trace_data& data, const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  const bool perfetto = name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
+  return perfetto ? write_perfetto_trace(data, path) : write_chrome_trace(data, path);
 }
 
 /// The default `on_trace_ready` of a schedule, off the recording thread: the `step()` that
@@ -401,10 +406,7 @@ struct profiler::session {
                                             "snapshot-" + std::to_string(atomic_file::process_id()) +
                                                 "-" + std::to_string(count.fetch_add(1) + 1),
                                             ".json");
-    const trace_data& d = last ? *last : copy;
-    const std::string name = target.filename().string();
-    const bool perfetto = name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
-    return perfetto ? write_perfetto_trace(d, target) : write_chrome_trace(d, target);
+    return detail::write_trace(last ? *last : copy, target);
   }
 
   export_result export_window_trace() {
