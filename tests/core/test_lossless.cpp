@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -179,9 +181,14 @@ TEST_CASE("a spill directory on a full file system: the documented error, and wh
   // Room for the header and one spilled block, not two.
   const int mounted = ::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=100k");
   REQUIRE_MESSAGE(mounted == 0, "mount tmpfs failed");
+  // If a check below fails first, the file system is still detached (lazily: whatever holds it
+  // open lets go at exit), so a failing run leaves no mount behind either.
   struct unmount_at_end {
     const char* path;
-    ~unmount_at_end() { ::umount(path); }
+    bool done = false;
+    ~unmount_at_end() {
+      if (!done) ::umount2(path, MNT_DETACH);
+    }
   } unmount{dir.path().c_str()};
   const int n = 12 * block_records;
   {
@@ -200,6 +207,12 @@ TEST_CASE("a spill directory on a full file system: the documented error, and wh
     CHECK(strata_test::counter_values(*t, "sample") == samples_upto(0, static_cast<int>(s.recorded)));
     CHECK_FALSE(spill_file_left(dir));
   }
+  // The profiler is gone: nothing of the session (its spill file among them) holds the file
+  // system, so it unmounts at once.
+  const int unmounted = ::umount(dir.path().c_str());
+  const std::string why = unmounted == 0 ? "" : std::strerror(errno);
+  CHECK_MESSAGE(unmounted == 0, "umount: " << why << " (a file of the session is still open)");
+  unmount.done = unmounted == 0;
 }
 #endif
 

@@ -35,6 +35,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "strata/core/record.hpp"
@@ -251,12 +252,14 @@ class block_store {
   }
 
   /// Once the writer is stopped (the session is being collected): the spill file, its name
-  /// removed, or null if nothing was spilled.
+  /// removed, or null if nothing was spilled. The store keeps no reference to it, so the file
+  /// (and its disk space) goes when its taker lets go, not when the registry drops this store at
+  /// the next session.
   std::shared_ptr<const spill_file> take_spill_file() {
     std::lock_guard lock(mutex_);
     if (!spill_->open()) return nullptr;
     spill_->unlink_name();
-    return spill_;
+    return std::exchange(spill_, std::make_shared<spill_file>());
   }
 
   /// Once the writer is stopped: what it noted of the blocks it spilled of thread `thread`
