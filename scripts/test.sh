@@ -7,7 +7,24 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$STRATA_ROOT"
 
 ensure_packages || exit 1
+require_tools || exit 1
 mkdir -p build
+
+# A run must leave the machine as it found it: each build's tests get a temp directory of their
+# own (TMPDIR, which the tests, Python's tempfile and mktemp all use), and whatever is left in
+# it afterwards, a mount above all, fails the run. Prints what was left; lazily unmounts and
+# removes it so the next run starts clean.
+left_behind() {
+  local tmp="$1" mounts entries
+  mounts=$(awk -v t="$tmp/" 'index($2, t) == 1 {print $2}' /proc/mounts)
+  entries=$(find "$tmp" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
+  [ -z "$mounts$entries" ] && return 1
+  [ -n "$mounts" ] && log "tests left mounted: $(echo $mounts)"
+  [ -n "$entries" ] && log "tests left in their temp directory $tmp: $entries"
+  local m
+  for m in $(sort -r <<<"$mounts"); do umount -l "$m" 2>/dev/null; done
+  return 0
+}
 
 # Line tables only (-g1 after meson's -g): sanitizer reports and backtraces still name file and
 # line, and the builds spend about a quarter less time generating debug information that no test
@@ -48,7 +65,12 @@ for spec in "${BUILDS[@]}"; do
     # without address-space randomisation is the documented workaround.
     env_prefix=(setarch "$(uname -m)" -R)
   fi
-  "${env_prefix[@]}" meson test -C "$dir" --print-errorlogs --num-processes 2 >"$dir.test.log" 2>&1
+  tmp="$STRATA_ROOT/$dir.tmp"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  TMPDIR="$tmp" "${env_prefix[@]}" meson test -C "$dir" --print-errorlogs --num-processes 2 >"$dir.test.log" 2>&1
+  leftover=0
+  if left_behind "$tmp"; then leftover=1; fi
+  rm -rf "$tmp"
   log_json="$dir/meson-logs/testlog.json"
   if [ ! -f "$log_json" ]; then
     tail -n 40 "$dir.test.log" >&2
@@ -76,6 +98,10 @@ PY
   if [ "$f" -ne 0 ]; then
     grep -E '(FAIL|TIMEOUT)' "$dir.test.log" | head -n 20 >&2
     log "== $name: failures above; full log: $dir.test.log"
+  fi
+  if [ "$leftover" -ne 0 ]; then
+    log "== $name: the tests left files or mounts behind (above); counted as a failure"
+    f=$((f + 1))
   fi
   passed=$((passed + p))
   failed=$((failed + f))

@@ -10,7 +10,29 @@ STRATA_PACKAGES=(
   protobuf-compiler zlib1g-dev cmake rapidjson-dev time libclang-rt-14-dev
 )
 
+# The programs the builds and tests run, each with the package above that provides it: checked
+# after the install, so that a missing tool stops the run with its name instead of failing
+# inside a test (a CMake consumer once needed `make`, which a fresh machine does not have).
+STRATA_TOOLS=(
+  g++:g++ gcc:g++ clang++:clang clang:clang meson:meson ninja:ninja-build
+  pkg-config:pkg-config python3:python3 protoc:protobuf-compiler cmake:cmake
+  objdump:g++ setarch:util-linux
+)
+
 log() { printf '[strata] %s\n' "$*" >&2; }
+
+# Fails, naming each missing program and its package, when a tool the tests use is not on PATH.
+require_tools() {
+  local entry tool package missing=()
+  for entry in "${STRATA_TOOLS[@]}"; do
+    tool=${entry%%:*}
+    package=${entry#*:}
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool (Debian package $package)")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "missing tools the tests need: ${missing[*]}; install them and run again"
+  return 1
+}
 
 # Installs the packages that are not installed yet; quick (no apt at all) when nothing is missing.
 ensure_packages() {

@@ -135,7 +135,7 @@ for route in package subdirectory; do
   else
     where=(-DSTRATA_SOURCE="$src")
   fi
-  cmake -S "$work/cmake-app" -B "$work/cmake-$route" -DSTRATA_IMPL_OBJECT="$impl" "${where[@]}" \
+  cmake -G Ninja -S "$work/cmake-app" -B "$work/cmake-$route" -DSTRATA_IMPL_OBJECT="$impl" "${where[@]}" \
     >"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
   cmake --build "$work/cmake-$route" >>"$work/cmake-$route.log" 2>&1 || { cat "$work/cmake-$route.log"; exit 1; }
   rm -rf "$work/strata-out"
