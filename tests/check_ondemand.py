@@ -198,6 +198,20 @@ def main():
         expect(any("partial" in l and "written to" in l for l in c.err_lines),
                f"no partial capture at exit: {c.err_lines}")
         expect(len(os.listdir(out2)) == 2, f"files: {os.listdir(out2) if os.path.isdir(out2) else []}")
+        # The partial capture's step is on the steps track of the thread that stepped (main,
+        # whose tid is the pid), not on one of strata's thread that stopped the capture.
+        partial = os.path.join(out2, f"ondemand-{c.p.pid}-2.json")
+        if expect(os.path.isfile(partial), f"no {partial}"):
+            with open(partial) as f:
+                trace = json.load(f)
+            tracks = {(t["pid"], t["tid"]): t for t in trace["strataThreads"]}
+            steps = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")]
+            expect(len(steps) == 1, f"partial capture: steps {steps}")
+            for e in steps:
+                track = tracks.get((e["pid"], e["tid"]), {})
+                expect(track.get("steps_of") == c.p.pid, f"partial capture: {e['name']} on track {track}")
+            names = [t.get("name", "") for t in trace["strataThreads"]]
+            expect(not any("strata ondemand" in n for n in names), f"partial capture: a stray track in {names}")
 
         # Bad values: named on stderr, the program runs as usual, nothing is written.
         bad = [

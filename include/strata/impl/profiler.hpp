@@ -317,6 +317,7 @@ struct profiler::session {
     data_ = std::make_shared<trace_data>();
     window_ = {};
     step_num_ = 0;
+    stepping_thread_.reset();
     action_ = action_at(config_.schedule, 0);
     std::exception_ptr failed = transition(profiler_action::none, action_, false);
     open_step();
@@ -327,6 +328,7 @@ struct profiler::session {
     if (!started_) return;
     no_reentry("step");
     close_step();
+    if (marks_steps()) stepping_thread_ = detail::registry::instance().current_thread();
     const profiler_action prev = action_;
     ++step_num_;
     action_ = action_at(config_.schedule, step_num_);
@@ -339,7 +341,8 @@ struct profiler::session {
   void stop() {
     if (!started_) return;
     no_reentry("stop");
-    close_step();
+    close_step(stepping_thread_);  // the step in progress belongs to the thread that steps
+    stepping_thread_.reset();
     std::exception_ptr failed = transition(action_, profiler_action::none, true);
     settle();
     // Every window is written now: the first failure not raised yet is raised, any other one
@@ -597,14 +600,21 @@ struct profiler::session {
     step_begin_ = 0;
     if (!recording_) return;
     window_.last = step_num_;
-    if (!config_.schedule.enabled() || !config_.layers.contains(layer::framework)) return;
+    if (!marks_steps()) return;
     step_site_ = intern(layer::framework, "ProfilerStep#" + std::to_string(step_num_));
     step_begin_ = clock::now();
   }
 
-  void close_step() {
+  bool marks_steps() const noexcept {
+    return config_.schedule.enabled() && config_.layers.contains(layer::framework);
+  }
+
+  // On the steps track of `of`: the calling thread's when null (step(): the thread that steps
+  // ends its step), else the thread whose step() began it (stop(), which may run on another
+  // thread: an on-demand capture ended at exit, a session stopped by an admin thread).
+  void close_step(std::shared_ptr<detail::thread_info> of = nullptr) {
     if (step_begin_ != 0 && recording_)
-      detail::registry::instance().append_step(step_site_, step_begin_, clock::now());
+      detail::registry::instance().append_step(step_site_, step_begin_, clock::now(), std::move(of));
     step_begin_ = 0;
   }
 
@@ -621,6 +631,7 @@ struct profiler::session {
   profiler_action action_ = profiler_action::none;
   const site* step_site_ = nullptr;
   std::uint64_t step_begin_ = 0;
+  std::shared_ptr<detail::thread_info> stepping_thread_;  // the last to call step(), if steps are marked
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;
