@@ -5,7 +5,8 @@ usage: check_ondemand.py CHILD
 
 The child steps only when told to (one command a line on its stdin), so each check is about
 behaviour: a signal's capture holds exactly the requested steps, two requests give two files,
-a request during a capture is refused with a message, the program exits normally. Waiting is a
+a request during a capture is refused with a message, the program exits normally; with a bad
+value the capture is off and the signal only says so. Waiting is a
 bounded retry on what the child prints; nothing is asserted about how long anything takes.
 """
 import json
@@ -230,6 +231,12 @@ def main():
             scratch = tempfile.mkdtemp(dir=tmp)
             c = Child(child, env, scratch)
             expect(c.ask("step 2") == "stepped 2", f"{env}: host program hurt")
+            # The capture is off, but the signal it was asked to answer (SIGUSR2 when the signal
+            # itself is the bad value) gets a handler that says so: it does not end the program.
+            c.p.send_signal(signal.SIGUSR2)
+            ignored = c.stderr_line_while_running("ignored")
+            expect(ignored is not None and "on-demand capture is off" in ignored,
+                   f"{env}: SIGUSR2 not answered: {c.err_lines}")
             rc = c.quit()
             text = "\n".join(c.err_lines)
             expect(rc == 0, f"{env}: exit status {rc}")

@@ -126,6 +126,7 @@ class env_capture {
       format_ = trace_format_from_env(lookup);
       profiler_ = std::make_unique<profiler>(std::move(*config));
       profiler_->start();
+      environment_profiler.store(profiler_.get());
       std::atexit([] { env_capture::instance().finish(); });
       return true;
     } catch (const std::exception& e) {
@@ -157,6 +158,7 @@ class env_capture {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s; the trace of this run was not written\n", e.what());
     }
+    environment_profiler.store(nullptr);
     profiler_.reset();
   }
 

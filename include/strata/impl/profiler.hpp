@@ -80,6 +80,9 @@ inline void check_output_dir(const std::filesystem::path& dir) {
 
 // The one profiler that may record at a time, like torch.profiler's single active session.
 inline constinit std::atomic<profiler*> active_profiler{nullptr};
+// The process-wide profiler of STRATA_PROFILE=1 (impl/env_capture.hpp), to say so when the
+// program's own profiler cannot start beside it.
+inline constinit std::atomic<const profiler*> environment_profiler{nullptr};
 
 // Serialises start(), step() and stop() of the active profiler with STRATA_STEP() calls from
 // other threads. Recursive, so that a call from on_trace_ready (on the thread that holds it)
@@ -293,7 +296,10 @@ struct profiler::session {
     detail::check_output_dir(config_.output_dir);
     profiler* expected = nullptr;
     if (!detail::active_profiler.compare_exchange_strong(expected, &owner_))
-      throw error("another strata::profiler is recording; stop it before starting this one");
+      throw error(expected == detail::environment_profiler.load()
+                      ? "STRATA_PROFILE=1 records this whole run, so the program's own profiler "
+                        "cannot start (one profiler records at a time); unset STRATA_PROFILE to run it"
+                      : "another strata::profiler is recording; stop it before starting this one");
     if (config_.crash_dump) {
       std::string failed;
       try {
