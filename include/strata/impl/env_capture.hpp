@@ -38,6 +38,9 @@
 #include "strata/export/atomic_file.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
+#if STRATA_ENABLED
+#include "strata/impl/profiler.hpp"  // environment_profiler
+#endif
 
 extern "C" {
 extern char** environ;
