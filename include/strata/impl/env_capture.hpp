@@ -21,6 +21,7 @@
 // reads) defines, in any of its files: `extern "C" const bool strata_ignore_environment = true;`
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -53,13 +54,19 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 
-// What the notice handler writes: set before it is installed, never freed.
-inline constinit const char* signal_notice = nullptr;
-inline constinit std::size_t signal_notice_size = 0;
+// What the notice handler writes: set before it is installed, never freed. Atomics, lock-free,
+// so that the handler's read is one a thread checker sees ordered after the write.
+inline constinit std::atomic<const char*> signal_notice{nullptr};
+inline constinit std::atomic<std::size_t> signal_notice_size{0};
+static_assert(std::atomic<const char*>::is_always_lock_free, "the signal handler needs lock-free atomics");
 
 extern "C" inline void signal_notice_handler(int) {
-  const int saved = errno;  // async-signal-safe: write(2) only
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, signal_notice, signal_notice_size);
+  const int saved = errno;  // async-signal-safe: atomic loads and write(2) only
+  const char* text = signal_notice.load(std::memory_order_acquire);
+  if (text != nullptr) {
+    [[maybe_unused]] const ssize_t n =
+        ::write(STDERR_FILENO, text, signal_notice_size.load(std::memory_order_relaxed));
+  }
   errno = saved;
 }
 
@@ -71,8 +78,8 @@ inline void install_signal_notice(int sig, const std::string& message) noexcept 
     if (::sigaction(sig, nullptr, &old) != 0) return;
     if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;  // the program's
     static const std::string* kept = new std::string(message);  // one notice per process
-    signal_notice = kept->c_str();
-    signal_notice_size = kept->size();
+    signal_notice_size.store(kept->size(), std::memory_order_relaxed);
+    signal_notice.store(kept->c_str(), std::memory_order_release);
     struct sigaction act {};
     act.sa_handler = signal_notice_handler;
     sigemptyset(&act.sa_mask);
