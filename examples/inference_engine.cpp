@@ -6,8 +6,11 @@
 // With --ondemand N it runs as a server would, with no profiler at all: an admin thread asks
 // for a capture of the next N steps (strata::request_capture, what an admin endpoint would
 // call), strata's own thread writes OUTPUT_DIR/ondemand-<pid>-1.json once the loop has taken
-// them, and the loop never waits for it. A program that includes <strata/env_capture.hpp> gets
-// the same from outside: STRATA_ONDEMAND=1 ./engine, then kill -USR2 <pid> (docs/production.md).
+// them, and the loop never waits for it. Like every program that compiles strata's
+// implementation, it reads the STRATA_* environment when it starts: with STRATA_ONDEMAND=1 as
+// well, kill -USR2 <pid> asks for a capture from outside once the admin's is written
+// (docs/production.md). STRATA_PROFILE=1 records the whole run instead; without --ondemand the
+// example's own profiler then cannot start beside it, and it says so and exits 1.
 //
 //   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
 //                    [--ondemand N]

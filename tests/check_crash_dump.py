@@ -2,8 +2,9 @@
 """Crash dumps end to end: check_crash_dump.py CHILD STRATA_REPORT CASE.
 
 A child (crash_dump_child.cpp) records known scopes with profiler_config::crash_dump on and
-crashes; it must die of the same signal it would have died of without strata, and leave a dump
-that `strata-report convert` turns into a trace holding every record made before the crash.
+crashes; it must die of the same signal it would have died of without strata, name the dump in
+one line on stderr, and leave a dump that `strata-report convert` turns into a trace holding
+every record made before the crash.
 Cases: segv, abort (each lossless and flight), env (STRATA_CRASH_DUMP=1 with the environment
 capture), exit (a normal stop leaves no dump), truncated (a cut or garbage dump: a clear error).
 
@@ -65,6 +66,9 @@ def check_crash(mode, overflow, sig, extra_env=None):
         dumps = dumps_in(out)
         if len(dumps) != 1:
             fail(f"{mode}/{overflow}: expected one dump in {out}, found {os.listdir(out)}")
+        said = f"strata: crash dump written to {dumps[0]} (strata-report convert {dumps[0]} -o crash.json)"
+        if said not in p.stderr.splitlines():
+            fail(f"{mode}/{overflow}: stderr does not name the dump: {p.stderr!r}")
         trace = os.path.join(out, "trace.json")
         c = subprocess.run([report, "convert", dumps[0], "-o", trace], capture_output=True,
                            text=True, timeout=120)

@@ -5,7 +5,8 @@ usage: check_ondemand.py CHILD
 
 The child steps only when told to (one command a line on its stdin), so each check is about
 behaviour: a signal's capture holds exactly the requested steps, two requests give two files,
-a request during a capture is refused with a message, the program exits normally. Waiting is a
+a request during a capture is refused with a message, the program exits normally; with a bad
+value the capture is off and the signal only says so. Waiting is a
 bounded retry on what the child prints; nothing is asserted about how long anything takes.
 """
 import json
@@ -198,6 +199,20 @@ def main():
         expect(any("partial" in l and "written to" in l for l in c.err_lines),
                f"no partial capture at exit: {c.err_lines}")
         expect(len(os.listdir(out2)) == 2, f"files: {os.listdir(out2) if os.path.isdir(out2) else []}")
+        # The partial capture's step is on the steps track of the thread that stepped (main,
+        # whose tid is the pid), not on one of strata's thread that stopped the capture.
+        partial = os.path.join(out2, f"ondemand-{c.p.pid}-2.json")
+        if expect(os.path.isfile(partial), f"no {partial}"):
+            with open(partial) as f:
+                trace = json.load(f)
+            tracks = {(t["pid"], t["tid"]): t for t in trace["strataThreads"]}
+            steps = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")]
+            expect(len(steps) == 1, f"partial capture: steps {steps}")
+            for e in steps:
+                track = tracks.get((e["pid"], e["tid"]), {})
+                expect(track.get("steps_of") == c.p.pid, f"partial capture: {e['name']} on track {track}")
+            names = [t.get("name", "") for t in trace["strataThreads"]]
+            expect(not any("strata ondemand" in n for n in names), f"partial capture: a stray track in {names}")
 
         # Bad values: named on stderr, the program runs as usual, nothing is written.
         bad = [
@@ -216,6 +231,12 @@ def main():
             scratch = tempfile.mkdtemp(dir=tmp)
             c = Child(child, env, scratch)
             expect(c.ask("step 2") == "stepped 2", f"{env}: host program hurt")
+            # The capture is off, but the signal it was asked to answer (SIGUSR2 when the signal
+            # itself is the bad value) gets a handler that says so: it does not end the program.
+            c.p.send_signal(signal.SIGUSR2)
+            ignored = c.stderr_line_while_running("ignored")
+            expect(ignored is not None and "on-demand capture is off" in ignored,
+                   f"{env}: SIGUSR2 not answered: {c.err_lines}")
             rc = c.quit()
             text = "\n".join(c.err_lines)
             expect(rc == 0, f"{env}: exit status {rc}")

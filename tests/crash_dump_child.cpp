@@ -19,7 +19,6 @@
 #include <sys/resource.h>
 
 #include "strata/core/macros.hpp"
-#include "strata/env_capture.hpp"
 #include "strata/profiler.hpp"
 
 namespace {

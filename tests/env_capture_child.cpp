@@ -1,10 +1,10 @@
 // A program that carries strata's scopes but never creates a profiler itself: what an engine
-// looks like to STRATA_PROFILE=1. check_env_capture.py runs it under several environments.
+// looks like to STRATA_PROFILE=1. It includes nothing but the macros: the implementation it is
+// linked with reads the environment. check_env_capture.py runs it under several environments.
 // It prints "child done" last, so a crash or an early exit is visible.
 #include <cstdio>
 #include <thread>
 
-#include "strata/env_capture.hpp"
 #include "strata/core/macros.hpp"
 
 int main() {

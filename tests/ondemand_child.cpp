@@ -14,7 +14,6 @@
 #include <string>
 
 #include "strata/core/macros.hpp"
-#include "strata/env_capture.hpp"
 #include "strata/ondemand.hpp"
 
 namespace {

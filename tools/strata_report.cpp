@@ -305,6 +305,10 @@ int run(const options& o) {
 
 }  // namespace
 
+// strata-report reads traces: STRATA_PROFILE=1 exported in a shell must not have it write its
+// own trace over the one it is reading (strata's implementation is linked in for its tables).
+extern "C" const bool strata_ignore_environment = true;
+
 int main(int argc, char** argv) {
   try {
     options o;

@@ -1,41 +1,141 @@
-// strata/env_capture.hpp: profile a program that carries strata's scopes without changing it.
+// strata/env_capture.hpp: how strata reads its STRATA_* environment variables.
 //
 //   STRATA_PROFILE=1 ./engine          → strata-out/trace.json when the program exits
+//   STRATA_ONDEMAND=1 ./engine &       → kill -USR2 <pid> records the next 10 steps
 //
-// Any translation unit that includes this header arms the capture: at static-initialisation
-// time it reads the environment and, when STRATA_PROFILE=1, starts a process-wide profiler that
-// exports at exit. A bad value never stops the host program: it is reported on stderr and the
-// capture stays off. Include it in one file of the program (main.cpp, say): arming makes every
-// including translation unit compile the profiler and the exporter, which is why the umbrella
-// strata/strata.hpp does not include it.
+// Every program that compiles strata's implementation (STRATA_IMPLEMENTATION, from C++ or for
+// the C API) reads the environment at start-up (impl/env_capture.hpp): including this header
+// is no longer needed for that. What is left here is the parser, for tests and for programs
+// that want to know what the environment asks for: `capture_config_from_env`,
+// `ondemand_settings_from_env`, `parse_signal`, and the table of the variables strata reads.
+// A bad value never stops the host program: the implementation names it on stderr and the
+// capture stays off.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "strata/core/capture_cores.hpp"
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/layer_name.hpp"
 #include "strata/core/profiler_config.hpp"
-#include "strata/export/atomic_file.hpp"
 #include "strata/ondemand.hpp"
-#include "strata/profiler.hpp"
 
 namespace strata {
 inline namespace v1 {
 
 /// Reads one environment variable; injectable so the parser is testable without a process.
 using env_lookup = std::function<const char*(const char*)>;
+
+namespace detail {
+
+/// A STRATA_* variable strata knows: one it reads, or one it no longer reads (`retired` then
+/// says what to do instead).
+struct env_variable {
+  const char* name;
+  const char* retired = nullptr;
+};
+
+/// Every STRATA_* name strata knows; the parser reads only names listed here (`env_name`), and
+/// any other STRATA_* variable in the environment is named on stderr with the closest of these.
+inline constexpr env_variable env_variables[] = {
+    {"STRATA_PROFILE"},
+    {"STRATA_ONDEMAND"},
+    {"STRATA_ONDEMAND_STEPS"},
+    {"STRATA_ONDEMAND_DURATION_MS"},
+    {"STRATA_ONDEMAND_SIGNAL"},
+    {"STRATA_OUTPUT_DIR"},
+    {"STRATA_LAYERS"},
+    {"STRATA_OVERFLOW"},
+    {"STRATA_MEMORY_LIMIT_MB"},
+    {"STRATA_SPILL"},
+    {"STRATA_BUFFER_CAPACITY"},
+    {"STRATA_CAPTURE_CORES"},
+    {"STRATA_RECORD_SHAPES"},
+    {"STRATA_FORMAT"},
+    {"STRATA_CRASH_DUMP"},
+    {"STRATA_CLOCK"},  // read by core/clock.hpp: tsc or steady_clock
+    {"STRATA_DRAIN_INTERVAL_US",
+     "is no longer read: a session keeps every record without a background drain, in "
+     "STRATA_MEMORY_LIMIT_MB of memory and a spill file past it; unset it"},
+    {"STRATA_ENABLED",
+     "is a compile-time switch (-DSTRATA_ENABLED=0), not read from the environment; unset it"},
+};
+
+/// `name`, checked at compile time to be in `env_variables`: the parser cannot read a variable
+/// the typo check does not know.
+consteval const char* env_name(const char* name) {
+  for (const env_variable& v : env_variables)
+    if (std::string_view(v.name) == name) return name;
+  throw "a STRATA_* variable strata reads must be listed in detail::env_variables";
+}
+
+/// Edits (insert, delete, replace) that turn `a` into `b`.
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace detail
+
+/// What strata has to say about the STRATA_* variables of `environment` (`NAME=value` entries,
+/// null-terminated, as `environ`): one line for each name it does not know (with the closest
+/// known name, if one is near), and for each it no longer reads. Empty when all is well.
+inline std::vector<std::string> environment_notices(const char* const* environment) {
+  std::vector<std::string> notices;
+  if (environment == nullptr) return notices;
+  for (const char* const* entry = environment; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    if (!text.starts_with("STRATA_")) continue;
+    const std::string_view name = text.substr(0, text.find('='));
+    const detail::env_variable* known = nullptr;
+    const detail::env_variable* closest = nullptr;
+    std::size_t best = std::string_view::npos;
+    for (const detail::env_variable& v : detail::env_variables) {
+      if (name == v.name) known = &v;
+      const std::size_t d = detail::edit_distance(name, v.name);
+      if (v.retired == nullptr && d < best) {
+        best = d;
+        closest = &v;
+      }
+    }
+    if (known != nullptr) {
+      if (known->retired != nullptr)
+        notices.push_back("strata: " + std::string(name) + " " + known->retired);
+      continue;
+    }
+    // Near enough to be a typo: at most 3 edits, and fewer than a third of the name's letters
+    // after STRATA_.
+    const std::size_t letters = name.size() > 7 ? name.size() - 7 : 0;
+    std::string line = "strata: " + std::string(name) + " is not a variable strata reads";
+    if (closest != nullptr && best <= 3 && best * 3 <= letters + 2)
+      line += std::string("; did you mean ") + closest->name + "?";
+    else
+      line += " (they are listed in <strata/env_capture.hpp> and the README)";
+    line += " It is ignored.";
+    notices.push_back(std::move(line));
+  }
+  return notices;
+}
 
 namespace detail {
 
@@ -88,7 +188,7 @@ enum class trace_format : std::uint8_t { json, perfetto };
 /// `STRATA_FORMAT`: `json` (the default, unset or empty) or `perfetto`; anything else raises
 /// `strata::error` naming the variable.
 inline trace_format trace_format_from_env(const env_lookup& lookup) {
-  const char* v = lookup("STRATA_FORMAT");
+  const char* v = lookup(detail::env_name("STRATA_FORMAT"));
   if (v == nullptr) return trace_format::json;
   const std::string_view text = detail::trim(v);
   if (text.empty() || text == "json") return trace_format::json;
@@ -97,6 +197,17 @@ inline trace_format trace_format_from_env(const env_lookup& lookup) {
 }
 
 namespace detail {
+
+/// `STRATA_CRASH_DUMP`: `1` on, `0`, empty or unset off; anything else raises `strata::error`.
+inline bool crash_dump_from_env(const env_lookup& lookup) {
+  const char* v = lookup(env_name("STRATA_CRASH_DUMP"));
+  if (v == nullptr) return false;
+  const std::string_view text = trim(v);
+  if (text.empty() || text == "0") return false;
+  if (text == "1") return true;
+  throw error("STRATA_CRASH_DUMP='" + std::string(v) +
+              "': use 1 to write a crash dump if the process crashes, 0 not to");
+}
 
 /// The session configuration the STRATA_* variables describe (all but STRATA_PROFILE and
 /// STRATA_ONDEMAND*, which say when to capture): shared by the whole-run and on-demand captures.
@@ -107,41 +218,38 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
     return std::string(v);
   };
   profiler_config config;
-  if (auto dir = get("STRATA_OUTPUT_DIR"); dir && !dir->empty()) config.output_dir = *dir;
-  if (auto layers = get("STRATA_LAYERS"); layers && !layers->empty())
+  if (auto dir = get(detail::env_name("STRATA_OUTPUT_DIR")); dir && !dir->empty()) config.output_dir = *dir;
+  if (auto layers = get(detail::env_name("STRATA_LAYERS")); layers && !layers->empty())
     config.layers = detail::parse_layers(*layers);
-  if (auto capacity = get("STRATA_BUFFER_CAPACITY"); capacity && !capacity->empty()) {
+  if (auto capacity = get(detail::env_name("STRATA_BUFFER_CAPACITY")); capacity && !capacity->empty()) {
     const auto value = detail::parse_count(*capacity);
     if (!value)
       throw error("STRATA_BUFFER_CAPACITY='" + *capacity +
                   "': use a power of two (records per thread), such as 65536");
     config.buffer_capacity = *value;
   }
-  if (get("STRATA_DRAIN_INTERVAL_US"))
-    throw error("STRATA_DRAIN_INTERVAL_US is no longer read: a session keeps every record "
-                "without a background drain, in STRATA_MEMORY_LIMIT_MB of memory and a spill "
-                "file past it; unset it");
-  if (auto limit = get("STRATA_MEMORY_LIMIT_MB"); limit && !limit->empty()) {
+  // STRATA_DRAIN_INTERVAL_US is no longer read: environment_notices() names it.
+  if (auto limit = get(detail::env_name("STRATA_MEMORY_LIMIT_MB")); limit && !limit->empty()) {
     const auto value = detail::parse_count(*limit);
     if (!value || *value == 0 || *value > (std::size_t{1} << 20))
       throw error("STRATA_MEMORY_LIMIT_MB='" + *limit +
                   "': use the MiB of records held in memory before spilling, such as 256");
     config.memory_limit = *value << 20;
   }
-  if (auto spill = get("STRATA_SPILL"); spill && !spill->empty()) {
+  if (auto spill = get(detail::env_name("STRATA_SPILL")); spill && !spill->empty()) {
     const std::string_view text = detail::trim(*spill);
     if (text != "0" && text != "1")
       throw error("STRATA_SPILL='" + *spill + "': use 1 to spill past the memory limit, 0 to drop");
     config.spill = text == "1";
   }
-  if (auto overflow = get("STRATA_OVERFLOW"); overflow && !overflow->empty()) {
+  if (auto overflow = get(detail::env_name("STRATA_OVERFLOW")); overflow && !overflow->empty()) {
     const std::string_view text = detail::trim(*overflow);
     if (text == "drop_newest") config.overflow = overflow_policy::drop_newest;
     else if (text == "overwrite_oldest") config.overflow = overflow_policy::overwrite_oldest;
     else
       throw error("STRATA_OVERFLOW='" + *overflow + "': use drop_newest or overwrite_oldest");
   }
-  if (auto cores = get("STRATA_CAPTURE_CORES"); cores && !cores->empty()) {
+  if (auto cores = get(detail::env_name("STRATA_CAPTURE_CORES")); cores && !cores->empty()) {
     try {
       static_cast<void>(core_set::parse(*cores));
     } catch (const error& e) {
@@ -150,19 +258,13 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
     config.capture_cores = *cores;
   }
   static_cast<void>(trace_format_from_env(lookup));  // a bad value is named like the others
-  if (auto shapes = get("STRATA_RECORD_SHAPES"); shapes && !shapes->empty()) {
+  if (auto shapes = get(detail::env_name("STRATA_RECORD_SHAPES")); shapes && !shapes->empty()) {
     const std::string_view text = detail::trim(*shapes);
     if (text != "0" && text != "1")
       throw error("STRATA_RECORD_SHAPES='" + *shapes + "': use 1 to record shapes, 0 not to");
     config.record_shapes = text == "1";
   }
-  if (auto crash = get("STRATA_CRASH_DUMP"); crash && !crash->empty()) {
-    const std::string_view text = detail::trim(*crash);
-    if (text != "0" && text != "1")
-      throw error("STRATA_CRASH_DUMP='" + *crash +
-                  "': use 1 to write a crash dump if the process crashes, 0 not to");
-    config.crash_dump = text == "1";
-  }
+  config.crash_dump = crash_dump_from_env(lookup);
   return config;
 }
 
@@ -184,9 +286,15 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
 /// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
-/// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/production.md) | `0` |
+/// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/production.md); also for the C API's `strata_start()` sessions | `0` |
+/// | `STRATA_CLOCK` | `steady_clock` forces the portable clock instead of the TSC (any session) | `tsc` where invariant |
+///
+/// The on-demand variables are `ondemand_settings_from_env`'s. Any other `STRATA_*` variable is
+/// named on stderr at start-up with the closest known name (`STRATA_LAYER`: did you mean
+/// `STRATA_LAYERS`?) and ignored; `STRATA_DRAIN_INTERVAL_US` is named as no longer read, and
+/// profiling goes on without it.
 inline std::optional<profiler_config> capture_config_from_env(const env_lookup& lookup) {
-  const char* profile = lookup("STRATA_PROFILE");
+  const char* profile = lookup(detail::env_name("STRATA_PROFILE"));
   if (profile == nullptr || detail::trim(profile).empty() || detail::trim(profile) == "0")
     return std::nullopt;
   if (detail::trim(profile) != "1")
@@ -243,19 +351,19 @@ inline int parse_signal(std::string_view raw) {
 /// The session variables (`STRATA_OUTPUT_DIR`, `STRATA_LAYERS`, `STRATA_FORMAT`, ...) mean what
 /// they mean for STRATA_PROFILE.
 inline std::optional<detail::ondemand_settings> ondemand_settings_from_env(const env_lookup& lookup) {
-  const char* on = lookup("STRATA_ONDEMAND");
+  const char* on = lookup(detail::env_name("STRATA_ONDEMAND"));
   if (on == nullptr || detail::trim(on).empty() || detail::trim(on) == "0") return std::nullopt;
   if (detail::trim(on) != "1")
     throw error("STRATA_ONDEMAND='" + std::string(on) +
                 "': use 1 to capture on demand (a signal or request_capture), 0 or unset not to");
-  if (const char* profile = lookup("STRATA_PROFILE"); profile && detail::trim(profile) == "1")
+  if (const char* profile = lookup(detail::env_name("STRATA_PROFILE")); profile && detail::trim(profile) == "1")
     throw error("STRATA_PROFILE=1 and STRATA_ONDEMAND=1 are both set: use one (the whole run, or "
                 "captures on demand)");
   detail::ondemand_settings settings;
   settings.config = detail::session_config_from_env(lookup);
   settings.perfetto = trace_format_from_env(lookup) == trace_format::perfetto;
-  const char* steps = lookup("STRATA_ONDEMAND_STEPS");
-  const char* duration = lookup("STRATA_ONDEMAND_DURATION_MS");
+  const char* steps = lookup(detail::env_name("STRATA_ONDEMAND_STEPS"));
+  const char* duration = lookup(detail::env_name("STRATA_ONDEMAND_DURATION_MS"));
   if (steps && *steps && duration && *duration)
     throw error("STRATA_ONDEMAND_STEPS and STRATA_ONDEMAND_DURATION_MS are both set: a capture "
                 "records steps or a duration, set one");
@@ -275,7 +383,7 @@ inline std::optional<detail::ondemand_settings> ondemand_settings_from_env(const
     settings.steps = 0;
   }
   settings.signal = SIGUSR2;
-  if (const char* sig = lookup("STRATA_ONDEMAND_SIGNAL"); sig && *sig)
+  if (const char* sig = lookup(detail::env_name("STRATA_ONDEMAND_SIGNAL")); sig && *sig)
     settings.signal = parse_signal(sig);
   return settings;
 }
@@ -288,74 +396,6 @@ inline std::string kill_name(int sig) {
     if (n.number == sig) return n.name;
   return std::to_string(sig);
 }
-
-/// The process-wide profiler of an environment capture; exports when the process exits.
-class env_capture {
- public:
-  static env_capture& instance() {
-    static env_capture* c = new env_capture;  // never destroyed: the atexit handler uses it
-    return *c;
-  }
-
-  /// Starts capturing when the environment says so. Never throws: problems go to stderr.
-  bool arm() noexcept {
-    try {
-      const env_lookup lookup = [](const char* n) { return std::getenv(n); };
-      if (auto ondemand = ondemand_settings_from_env(lookup)) {
-        enable_ondemand(*ondemand);
-        if (!STRATA_ENABLED) return false;  // the compiled-out implementation said so
-        const std::string what =
-            ondemand->duration.count() > 0
-                ? std::to_string(ondemand->duration.count()) + " ms"
-                : "the next " + std::to_string(ondemand->steps) + " steps";
-        std::fprintf(stderr, "strata: on-demand capture armed: kill -%s %ld records %s into %s\n",
-                     kill_name(ondemand->signal).c_str(), atomic_file::process_id(), what.c_str(),
-                     ondemand->config.output_dir.c_str());
-        return true;
-      }
-      auto config = capture_config_from_env(lookup);
-      if (!config) return false;
-      format_ = trace_format_from_env(lookup);
-      profiler_ = std::make_unique<profiler>(std::move(*config));
-      profiler_->start();
-      std::atexit([] { env_capture::instance().finish(); });
-      return true;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s (from the STRATA_* environment); profiling is off for this run\n",
-                   e.what());
-      profiler_.reset();
-      return false;
-    }
-  }
-
-  /// Stops and exports; called once at exit.
-  void finish() noexcept {
-    if (!profiler_) return;
-    try {
-      profiler_->stop();
-      const auto written = format_ == trace_format::perfetto ? profiler_->export_perfetto_trace()
-                                                             : profiler_->export_chrome_trace();
-      const auto s = profiler_->stats();
-      std::fprintf(stderr, "strata: wrote %s (%llu records from %llu threads, %llu lost)\n",
-                   written.path.c_str(), static_cast<unsigned long long>(s.recorded),
-                   static_cast<unsigned long long>(s.threads),
-                   static_cast<unsigned long long>(s.dropped));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s; the trace of this run was not written\n", e.what());
-    }
-    profiler_.reset();
-  }
-
-  profiler* active() noexcept { return profiler_.get(); }
-
- private:
-  env_capture() = default;
-  std::unique_ptr<profiler> profiler_;
-  trace_format format_ = trace_format::json;
-};
-
-// Armed once per process by the first translation unit that initialises it.
-inline const bool env_capture_armed = env_capture::instance().arm();
 
 }  // namespace detail
 }  // namespace v1

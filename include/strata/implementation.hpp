@@ -45,3 +45,5 @@
 #include "strata/impl/compiled_out.hpp"
 
 #endif
+
+#include "strata/impl/env_capture.hpp"  // last: reads the environment once the rest is set up

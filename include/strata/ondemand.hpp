@@ -5,8 +5,9 @@
 //   strata's thread ("strata ondemand")           ──▶ output_dir/ondemand-<pid>-<n>.json,
 //                                                     one line on stderr
 //
-// A program started with STRATA_ONDEMAND=1 (and <strata/env_capture.hpp> included in one of its
-// files) gets the same from a signal (SIGUSR2 by default); docs/production.md describes both.
+// A program started with STRATA_ONDEMAND=1 gets the same from a signal (SIGUSR2 by default):
+// strata's implementation reads the environment when the program starts (impl/env_capture.hpp);
+// docs/production.md describes both.
 // Declarations only: the definitions are part of strata's implementation (STRATA_IMPLEMENTATION).
 #pragma once
 
@@ -81,7 +82,7 @@ capture_state ondemand_state();
 
 namespace detail {
 
-/// What STRATA_ONDEMAND=1 arms (strata/env_capture.hpp reads it from the environment).
+/// What STRATA_ONDEMAND=1 arms (strata/env_capture.hpp parses it from the environment).
 struct ondemand_settings {
   profiler_config config;               ///< every capture's session (schedule left unset)
   std::int64_t steps = 10;              ///< a signal's capture: steps ...

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "strata/env_capture.hpp"
 
@@ -98,9 +99,8 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
   CHECK(layers.find("'gpu'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,,user"}}})
             .find("STRATA_LAYERS: unknown layer ''") != std::string::npos);
-  // A setting that no longer exists is named, not silently ignored.
-  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_DRAIN_INTERVAL_US", "1000"}}})
-            .find("STRATA_DRAIN_INTERVAL_US is no longer read") != std::string::npos);
+  // A setting that no longer exists does not turn profiling off (environment_notices names it).
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_DRAIN_INTERVAL_US", "1000"}}}) == "");
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_MEMORY_LIMIT_MB", "0"}}})
             .find("STRATA_MEMORY_LIMIT_MB='0'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_MEMORY_LIMIT_MB", "1g"}}})
@@ -190,4 +190,64 @@ TEST_CASE("on-demand env: a bad value names its variable") {
             .find("STRATA_PROFILE=1 and STRATA_ONDEMAND=1") != std::string::npos);
   CHECK(ondemand_error_of({env{{"STRATA_ONDEMAND", "1"}, {"STRATA_SPILL", "maybe"}}})
             .find("STRATA_SPILL='maybe'") != std::string::npos);
+}
+
+TEST_CASE("environment notices: unknown and retired STRATA_* names, with the closest known name") {
+  using list = std::vector<const char*>;
+  const auto notices = [](list entries) {
+    entries.push_back(nullptr);
+    return strata::environment_notices(entries.data());
+  };
+  CHECK(notices({}).empty());
+  CHECK(strata::environment_notices(nullptr).empty());
+  // Known names, other programs' variables, and a value that looks like a name: nothing to say.
+  CHECK(notices({"STRATA_PROFILE=1", "STRATA_LAYERS=framework", "STRATA_CLOCK=steady_clock",
+                 "STRATA_ONDEMAND_SIGNAL=USR1", "PATH=/bin", "X=STRATA_BOGUS=1", "STRATA_OUTPUT_DIR="})
+            .empty());
+  SUBCASE("typos name the closest variable") {
+    const auto one = [&](const char* entry) {
+      const auto n = notices({entry});
+      REQUIRE(n.size() == 1);
+      return n[0];
+    };
+    CHECK(one("STRATA_LAYER=framework") ==
+          "strata: STRATA_LAYER is not a variable strata reads; did you mean STRATA_LAYERS? It is ignored.");
+    CHECK(one("STRATA_PROFILER=1").find("did you mean STRATA_PROFILE?") != std::string::npos);
+    CHECK(one("STRATA_ONDEMAND_STEP=3").find("did you mean STRATA_ONDEMAND_STEPS?") != std::string::npos);
+    CHECK(one("STRATA_OUTPUTDIR=x").find("did you mean STRATA_OUTPUT_DIR?") != std::string::npos);
+    CHECK(one("STRATA_CRASHDUMP=1").find("did you mean STRATA_CRASH_DUMP?") != std::string::npos);
+    // Nothing near: named, with where the list is, and no guess.
+    const std::string far = one("STRATA_WHATEVER=1");
+    CHECK(far.rfind("strata: STRATA_WHATEVER is not a variable strata reads", 0) == 0);
+    CHECK(far.find("did you mean") == std::string::npos);
+    CHECK(one("STRATA_=1").find("did you mean") == std::string::npos);
+    // A name without a value is still a name.
+    CHECK(one("STRATA_LAYER").find("STRATA_LAYERS?") != std::string::npos);
+  }
+  SUBCASE("retired names say what to do; they are never suggested") {
+    const auto n = notices({"STRATA_DRAIN_INTERVAL_US=1000", "STRATA_ENABLED=0", "STRATA_DRAIN_INTERVAL=5"});
+    REQUIRE(n.size() == 3);
+    CHECK(n[0].rfind("strata: STRATA_DRAIN_INTERVAL_US is no longer read", 0) == 0);
+    CHECK(n[1].find("STRATA_ENABLED is a compile-time switch") != std::string::npos);
+    CHECK(n[2].find("did you mean STRATA_DRAIN") == std::string::npos);
+  }
+  SUBCASE("every name the parser reads is known: its notices are empty") {
+    std::vector<std::string> entries;
+    for (const auto& v : strata::detail::env_variables)
+      if (v.retired == nullptr) entries.push_back(std::string(v.name) + "=1");
+    list raw;
+    for (const auto& e : entries) raw.push_back(e.c_str());
+    CHECK(raw.size() >= 16);
+    CHECK(notices(raw).empty());
+  }
+}
+
+TEST_CASE("STRATA_CRASH_DUMP: 1 on, 0 or empty or unset off, anything else named") {
+  using env = std::map<std::string, std::string>;
+  CHECK_FALSE(strata::detail::crash_dump_from_env(fake_env{}.lookup()));
+  CHECK_FALSE(strata::detail::crash_dump_from_env(fake_env{env{{"STRATA_CRASH_DUMP", ""}}}.lookup()));
+  CHECK_FALSE(strata::detail::crash_dump_from_env(fake_env{env{{"STRATA_CRASH_DUMP", "0"}}}.lookup()));
+  CHECK(strata::detail::crash_dump_from_env(fake_env{env{{"STRATA_CRASH_DUMP", " 1 "}}}.lookup()));
+  CHECK_THROWS_WITH_AS(strata::detail::crash_dump_from_env(fake_env{env{{"STRATA_CRASH_DUMP", "yes"}}}.lookup()),
+                       doctest::Contains("STRATA_CRASH_DUMP='yes': use 1"), strata::error);
 }

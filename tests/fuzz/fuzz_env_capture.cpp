@@ -2,8 +2,8 @@
 // gives each variable a value, or leaves it unset; the result is a configuration or a
 // strata::error, and a configuration must be one the profiler accepts as far as these values go.
 //
-// Including env_capture.hpp also arms a capture at static initialisation; the runner
-// (run_fuzz.py) clears STRATA_PROFILE, so it stays off.
+// strata's implementation, compiled here, reads the environment at static initialisation; the
+// runner (run_fuzz.py) clears STRATA_PROFILE, so no capture starts.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,8 +13,9 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#define STRATA_IMPLEMENTATION  // the fuzzer is a program of its own: strata compiled here
 #include "strata/env_capture.hpp"
+#define STRATA_IMPLEMENTATION  // the fuzzer is a program of its own: strata compiled here
+#include "strata/profiler.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const char* const names[] = {

@@ -5,8 +5,8 @@
 // then, and everything the handler needs (its write buffer, the table that dedupes sites) is
 // allocated then, so that the handler only reads memory and calls write(2), ftruncate(2),
 // nanosleep(2), sigaction(2), raise(3) and pthread_mutex_trylock/unlock. On SIGSEGV, SIGBUS,
-// SIGILL, SIGFPE or SIGABRT it stops the session, writes the dump (crash_dump_format.hpp), puts
-// the previous action back and runs it: a previous handler is called, a default action is
+// SIGILL, SIGFPE or SIGABRT it stops the session, writes the dump (crash_dump_format.hpp), names
+// it in one line on stderr, puts the previous action back and runs it: a previous handler is called, a default action is
 // re-raised, so the exit status and the core dump are what they would have been.
 //
 // What a dump may miss, all flagged in its header: buffers whose lock the crashed thread held
@@ -77,6 +77,11 @@ class crash_recorder {
       ::unlink(path.c_str());
       throw;
     }
+    // What the handler says once the dump is written: prepared here, since it may only write(2).
+    written_line_ = "strata: crash dump written to " + path + " (strata-report convert " + path +
+                    " -o crash.json)\n";
+    failed_line_ = "strata: crash dump " + path +
+                   " is incomplete: writing it failed (disk full?); strata-report says what it holds\n";
     path_ = std::move(path);
     process_name_ = std::string(process_name);
     fd_ = fd;
@@ -165,6 +170,8 @@ class crash_recorder {
     }
     self->write_dump(sig);
     dump_done_.store(true);
+    const std::string& line = self->failed_ ? self->failed_line_ : self->written_line_;
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
     errno = saved_errno;
     run_previous(self->previous_[index], sig, info, context);
   }
@@ -278,7 +285,10 @@ class crash_recorder {
     site_count_ = 0;
     for (std::size_t i = 0; i < site_slots; ++i) sites_[i] = nullptr;
     // The file may hold an earlier session's dump attempt: start over.
-    if (::lseek(fd_, 0, SEEK_SET) != 0) return;
+    if (::lseek(fd_, 0, SEEK_SET) != 0) {
+      failed_ = true;
+      return;
+    }
 
     crash_dump_header h;
     std::memcpy(h.magic, crash_dump_magic, sizeof h.magic);
@@ -433,6 +443,8 @@ class crash_recorder {
 
   int fd_ = -1;
   std::string path_;
+  std::string written_line_;  // the line on stderr after a dump (prepared at arm())
+  std::string failed_line_;
   std::string process_name_;
   std::uint64_t pid_ = 0;
   overflow_policy overflow_ = overflow_policy::drop_newest;

@@ -308,28 +308,37 @@ class registry {
     return take;
   }
 
-  /// Appends a step mark (`ProfilerStep#N`: a scope from `begin` to `end` ticks) made by the
-  /// calling thread to that thread's steps track, a track of its own rather than the thread's
-  /// buffer: a scope the thread left open across the step then never partly overlaps the step
-  /// on one track. Taken only while the session captures the framework layer; returns whether
-  /// it was. Cold path (one per step): takes the registry's lock and may allocate.
-  bool append_step(const site* where, std::uint64_t begin, std::uint64_t end) {
-    if (tl_exited) return false;
+  /// The calling thread's identity in traces (made on first use), so that a step mark can be
+  /// appended for it by another thread (append_step's `of`); null once the thread is exiting.
+  std::shared_ptr<thread_info> current_thread() {
+    if (tl_exited) return nullptr;
     exit_guard& guard = tl_guard;
     std::lock_guard lock(mutex_);
-    if ((load_state() & layer_set::bit(layer::framework)) == 0) return false;
     if (!guard.info) {
       guard.info = std::make_shared<thread_info>();
       guard.info->tid = current_thread_id();
       guard.info->order = next_order_++;
       guard.info->name = os_thread_name();
     }
-    thread_buffer*& track = step_tracks_[guard.info.get()];
+    return guard.info;
+  }
+
+  /// Appends a step mark (`ProfilerStep#N`: a scope from `begin` to `end` ticks) to the steps
+  /// track of thread `of` (the calling thread when null), a track of its own rather than the
+  /// thread's buffer: a scope the thread left open across the step then never partly overlaps
+  /// the step on one track. Taken only while the session captures the framework layer; returns
+  /// whether it was. Cold path (one per step): takes the registry's lock and may allocate.
+  bool append_step(const site* where, std::uint64_t begin, std::uint64_t end,
+                   std::shared_ptr<thread_info> of = nullptr) {
+    if (!of && !(of = current_thread())) return false;
+    std::lock_guard lock(mutex_);
+    if ((load_state() & layer_set::bit(layer::framework)) == 0) return false;
+    thread_buffer*& track = step_tracks_[of.get()];
     if (track == nullptr) {
       auto info = std::make_shared<thread_info>();
-      info->tid = steps_track_tid(guard.info->tid);
-      info->order = guard.info->order;
-      info->steps_of = guard.info;
+      info->tid = steps_track_tid(of->tid);
+      info->order = of->order;
+      info->steps_of = of;
       // Like a device track's, the ring stays unused: marks go to `steps`.
       auto buffer = std::make_shared<thread_buffer>(std::move(info), epoch_, 2, settings_.overflow,
                                                     nullptr);

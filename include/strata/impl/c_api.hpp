@@ -89,7 +89,8 @@ int strata_start(const char* output_dir) {
       return STRATA_ERROR_RUNNING;
     }
     session.reset();
-    session = std::make_unique<strata::profiler>(strata::profiler_config{.output_dir = output_dir});
+    session = std::make_unique<strata::profiler>(
+        strata::profiler_config{.output_dir = output_dir, .crash_dump = c_api::crash_dump_asked()});
     session->start();
     return STRATA_OK;
   } catch (const strata::error& e) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "strata/core/recording_state.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/tick.hpp"
+#include "strata/env_capture.hpp"
 #include "strata/profiler.hpp"
 #include "strata/strata.h"
 
@@ -89,6 +91,17 @@ inline void report_unmatched_pop() noexcept {
 inline std::unique_ptr<profiler>& c_session() {
   static std::unique_ptr<profiler>* p = new std::unique_ptr<profiler>;  // used at exit too
   return *p;
+}
+
+// A C session has no configuration struct: STRATA_CRASH_DUMP=1 in the environment asks it for a
+// crash dump. A bad value is named, and the session starts without one.
+inline bool crash_dump_asked() noexcept {
+  try {
+    return crash_dump_from_env([](const char* n) { return std::getenv(n); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_start: %s; this session writes no crash dump\n", e.what());
+    return false;
+  }
 }
 
 inline int report(const char* call, const std::exception& e, int status) noexcept {

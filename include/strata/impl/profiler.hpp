@@ -80,6 +80,9 @@ inline void check_output_dir(const std::filesystem::path& dir) {
 
 // The one profiler that may record at a time, like torch.profiler's single active session.
 inline constinit std::atomic<profiler*> active_profiler{nullptr};
+// The process-wide profiler of STRATA_PROFILE=1 (impl/env_capture.hpp), to say so when the
+// program's own profiler cannot start beside it.
+inline constinit std::atomic<const profiler*> environment_profiler{nullptr};
 
 // Serialises start(), step() and stop() of the active profiler with STRATA_STEP() calls from
 // other threads. Recursive, so that a call from on_trace_ready (on the thread that holds it)
@@ -293,7 +296,10 @@ struct profiler::session {
     detail::check_output_dir(config_.output_dir);
     profiler* expected = nullptr;
     if (!detail::active_profiler.compare_exchange_strong(expected, &owner_))
-      throw error("another strata::profiler is recording; stop it before starting this one");
+      throw error(expected == detail::environment_profiler.load()
+                      ? "STRATA_PROFILE=1 records this whole run, so the program's own profiler "
+                        "cannot start (one profiler records at a time); unset STRATA_PROFILE to run it"
+                      : "another strata::profiler is recording; stop it before starting this one");
     if (config_.crash_dump) {
       std::string failed;
       try {
@@ -317,6 +323,7 @@ struct profiler::session {
     data_ = std::make_shared<trace_data>();
     window_ = {};
     step_num_ = 0;
+    stepping_thread_.reset();
     action_ = action_at(config_.schedule, 0);
     std::exception_ptr failed = transition(profiler_action::none, action_, false);
     open_step();
@@ -327,6 +334,7 @@ struct profiler::session {
     if (!started_) return;
     no_reentry("step");
     close_step();
+    if (marks_steps()) stepping_thread_ = detail::registry::instance().current_thread();
     const profiler_action prev = action_;
     ++step_num_;
     action_ = action_at(config_.schedule, step_num_);
@@ -339,7 +347,8 @@ struct profiler::session {
   void stop() {
     if (!started_) return;
     no_reentry("stop");
-    close_step();
+    close_step(stepping_thread_);  // the step in progress belongs to the thread that steps
+    stepping_thread_.reset();
     std::exception_ptr failed = transition(action_, profiler_action::none, true);
     settle();
     // Every window is written now: the first failure not raised yet is raised, any other one
@@ -597,14 +606,21 @@ struct profiler::session {
     step_begin_ = 0;
     if (!recording_) return;
     window_.last = step_num_;
-    if (!config_.schedule.enabled() || !config_.layers.contains(layer::framework)) return;
+    if (!marks_steps()) return;
     step_site_ = intern(layer::framework, "ProfilerStep#" + std::to_string(step_num_));
     step_begin_ = clock::now();
   }
 
-  void close_step() {
+  bool marks_steps() const noexcept {
+    return config_.schedule.enabled() && config_.layers.contains(layer::framework);
+  }
+
+  // On the steps track of `of`: the calling thread's when null (step(): the thread that steps
+  // ends its step), else the thread whose step() began it (stop(), which may run on another
+  // thread: an on-demand capture ended at exit, a session stopped by an admin thread).
+  void close_step(std::shared_ptr<detail::thread_info> of = nullptr) {
     if (step_begin_ != 0 && recording_)
-      detail::registry::instance().append_step(step_site_, step_begin_, clock::now());
+      detail::registry::instance().append_step(step_site_, step_begin_, clock::now(), std::move(of));
     step_begin_ = 0;
   }
 
@@ -621,6 +637,7 @@ struct profiler::session {
   profiler_action action_ = profiler_action::none;
   const site* step_site_ = nullptr;
   std::uint64_t step_begin_ = 0;
+  std::shared_ptr<detail::thread_info> stepping_thread_;  // the last to call step(), if steps are marked
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;
