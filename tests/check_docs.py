@@ -18,7 +18,9 @@ lines just above the fence (blank lines between are allowed):
            Options: `writes PATH...`, files the program must have written (relative to the
            scratch directory it runs in); `norun (reason)`, linked but not run.
            C++ is compiled with every --cxx (-std=c++20 -Wall -Wextra -Werror), C with every
-           --cc (-std=c11 -pedantic -Wall -Wextra -Werror), all files of a compiler in one call.
+           --cc (-std=c11 -pedantic -Wall -Wextra -Werror), all files of a compiler in one call;
+           the first compiler of each language builds the programs that are linked and run, the
+           others check every file with -fsyntax-only.
            A `#define STRATA_IMPLEMENTATION` line is left out: the build's strata_implementation
            library (--impl) is linked instead of compiling the implementation per snippet.
   sh       Run with bash (-e -o pipefail) from a scratch directory that stands for the clone,
@@ -207,20 +209,31 @@ def option_value(b, name):
 
 
 def compile_all(work, compilers, flags, files):
-    """One compiler call per compiler for all files; returns {(compiler, file): (ok, log)}."""
+    """All files through each compiler, one call per compiler, the calls side by side. The first
+    compiler makes objects (to link and run); the others only check (-fsyntax-only: parsing and
+    instantiating cost the same, code generation is left out). Returns
+    {(compiler, file): (ok, log, object or None)}."""
     results, procs = {}, []
     for n, compiler in enumerate(compilers):
         out = work / f"cc{n}"
         out.mkdir(exist_ok=True)
+        mode = ["-c"] if n == 0 else ["-fsyntax-only"]
         for f in files:
             (out / (f.stem + ".o")).unlink(missing_ok=True)
-        cmd = shlex.split(compiler) + flags + ["-c"] + [str(f) for f in files]
-        procs.append((compiler, out, subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.STDOUT, text=True)))
-    for compiler, out, p in procs:
+        cmd = shlex.split(compiler) + flags + mode + [str(f) for f in files]
+        procs.append((n, compiler, out, mode, subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE,
+                                                               stderr=subprocess.STDOUT, text=True)))
+    for n, compiler, out, mode, p in procs:
         log, _ = p.communicate()
         for f in files:
-            results[(compiler, f)] = ((out / (f.stem + ".o")).exists(), log, out / (f.stem + ".o"))
+            if n == 0:  # an object is left for each file that compiled
+                results[(compiler, f)] = ((out / (f.stem + ".o")).exists(), log, out / (f.stem + ".o"))
+            elif p.returncode == 0:
+                results[(compiler, f)] = (True, "", None)
+            else:  # something failed: find out what, file by file
+                one = subprocess.run(shlex.split(compiler) + flags + mode + [str(f)], cwd=out,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                results[(compiler, f)] = (one.returncode == 0, one.stdout, None)
     return results
 
 
@@ -228,7 +241,7 @@ def check_code(blocks, args, work, failures):
     root = pathlib.Path(args.root)
     kinds = {"cpp": (args.cxx, ["-std=c++20", "-Wall", "-Wextra", "-Werror", "-O0", f"-I{root / 'include'}"], ".cpp"),
              "c": (args.cc, ["-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O0", f"-I{root / 'include'}"], ".c")}
-    linker = shlex.split(args.cxx[0])
+    linker = shlex.split(args.cxx[0]) if args.cxx else ["c++"]
     runs = 0
     for lang, (compilers, flags, ext) in kinds.items():
         mine = [b for b in blocks if b.lang == lang and b.kind in ("program", "main", "tu")]
@@ -259,7 +272,7 @@ def check_code(blocks, args, work, failures):
                     failures.append(f"{b.where()}: does not compile with {compiler}:\n"
                                     + excerpt_log(log, display_path(b.doc, root), b))
                     continue
-                if b.kind == "tu":
+                if b.kind == "tu" or obj is None:
                     continue
                 exe = obj.with_suffix("")
                 link = subprocess.run(linker + [str(obj), args.impl, "-o", str(exe), "-pthread", "-lfmt", "-lm"],
