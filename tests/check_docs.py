@@ -284,15 +284,25 @@ def check_code(blocks, args, work, failures):
                 if "norun" in b.options:
                     continue
                 rundir = pathlib.Path(tempfile.mkdtemp(dir=work, prefix=exe.name + "."))
-                run = subprocess.run([str(exe)], cwd=rundir, capture_output=True, text=True, timeout=120)
+                run = run_program([str(exe)], rundir, 120)
                 runs += 1
-                if run.returncode != 0:
+                if run is None:
+                    failures.append(f"{b.where()}: built with {compiler}, did not finish in 120 s")
+                elif run.returncode != 0:
                     failures.append(f"{b.where()}: built with {compiler}, exits {run.returncode}:\n"
                                     + (run.stdout + run.stderr).strip()[-2000:])
                 for path in writes(b):
                     if not (rundir / path).exists():
                         failures.append(f"{b.where()}: built with {compiler}, ran but wrote no {path}")
     return runs
+
+
+def run_program(argv, cwd, seconds):
+    """The finished process, or None when it ran out of time (and was killed)."""
+    try:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def writes(b):
@@ -388,7 +398,10 @@ def run_output(b, programs, clone, failures):
                         f"(known: {', '.join(sorted(programs))})")
         return
     out = pathlib.Path(tempfile.mkdtemp(dir=clone, prefix="output."))
-    run = subprocess.run([exe, str(out / "out")] + argv[1:], cwd=out, capture_output=True, text=True, timeout=600)
+    run = run_program([exe, str(out / "out")] + argv[1:], out, 600)
+    if run is None:
+        failures.append(f"{b.where()}: {command.strip()} did not finish in 600 s")
+        return
     if run.returncode != 0:
         failures.append(f"{b.where()}: {command.strip()} exits {run.returncode}:\n{run.stderr.strip()[-2000:]}")
         return
