@@ -1,5 +1,8 @@
 // The foundation's main job: several threads record nested scopes, instants and counters; the
 // trace goes to strata-out/trace.json. A later example (compare_ops) takes its place.
+//
+//   threads_demo [OUTPUT_DIR]
+//
 // strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
 #include "strata/core/error.hpp"
