@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <strata/strata.h>
 
@@ -95,7 +96,30 @@ static int decode_one(engine* e, int token, int position) {
   return best;
 }
 
+static const char usage[] =
+    "c_engine: a small C11 decoder instrumented with strata's C API\n"
+    "\n"
+    "usage: c_engine [OUTPUT_DIR] [TOKENS]\n"
+    "\n"
+    "  OUTPUT_DIR                  where the trace goes (default: strata-out/c_engine)\n"
+    "  TOKENS                      tokens to generate, 1 to 512 (default: 64)\n"
+    "  --help                      print this and exit\n"
+    "\n"
+    "writes:\n"
+    "  OUTPUT_DIR/trace.json       the trace: a range per stage, a step per token, a counter\n"
+    "  (stdout)                    the tokens generated and the last one\n";
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if (argv[i][0] == '-') {
+      fprintf(stderr, "c_engine: unknown option %s\n(c_engine --help says more)\n", argv[i]);
+      return 2;
+    }
+  }
   const char* out = argc > 1 ? argv[1] : "strata-out/c_engine";
   const int tokens = argc > 2 ? atoi(argv[2]) : 64;
   if (tokens < 1 || tokens > max_tokens) {

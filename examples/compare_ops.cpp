@@ -43,8 +43,19 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  const examples::command_line cl("compare_ops", "[OUTPUT_DIR] [--rows N] [--cols N] [--gen trn1|trn2] [--iters N]");
-  o.out_dir = cl.parse(argc, argv, o.out_dir, [&](std::string_view flag, std::string_view value) {
+  const examples::command_line cl(
+      "compare_ops", "row softmax three ways (eager ops, a compiled graph, an NKI-style kernel) on a simulated "
+      "NeuronCore, each profiled, checked against a CPU reference and compared",
+      o.out_dir,
+      {{"--rows", "N", "rows of the input, 1 to 8192 (default: 512)"},
+       {"--cols", "N", "columns of the input, 1 to 4096 (default: 1024)"},
+       {"--gen", "trn1|trn2", "the simulated core: NeuronCore-v2 or -v3 (default: trn1)"},
+       {"--iters", "N", "profiled iterations of each implementation, 1 to 1000 (default: 5)"}},
+      {{"OUTPUT_DIR/eager/trace.json", "the five eager ops' trace"},
+       {"OUTPUT_DIR/compiled/trace.json", "the compiled graph's trace"},
+       {"OUTPUT_DIR/nki/trace.json", "the NKI-style kernel's trace"},
+       {"(stdout)", "each key_averages table, the side-by-side comparison and its verdict"}});
+  o.out_dir = cl.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
     if (flag == "--rows") o.rows = cl.number(flag, value, 1, 8192);
     else if (flag == "--cols") o.cols = cl.number(flag, value, 1, 4096);
     else if (flag == "--iters") o.iters = static_cast<int>(cl.number(flag, value, 1, 1000));

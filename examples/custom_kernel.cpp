@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "command_line.hpp"
 #include "nki_kernels.hpp"
 
 namespace {
@@ -41,22 +42,24 @@ std::vector<float> reference_softmax(const std::vector<float>& x, std::size_t ro
   return y;
 }
 
-std::size_t size_option(int argc, char** argv, std::string_view flag, std::size_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == flag) return static_cast<std::size_t>(std::strtoull(argv[i + 1], nullptr, 10));
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string out_dir = argc > 1 && argv[1][0] != '-' ? argv[1] : "strata-out/custom_kernel";
-  const std::size_t rows = size_option(argc, argv, "--rows", 256);
-  const std::size_t cols = size_option(argc, argv, "--cols", 512);
-  if (rows == 0 || cols == 0 || cols > 8192) {
-    std::fprintf(stderr, "custom_kernel: --rows must be positive and --cols in 1..8192\n");
-    return 2;
-  }
+  const examples::command_line cl(
+      "custom_kernel", "a hand-written NKI-style softmax kernel wrapped in strata scopes, followed from its op to "
+      "its phases on a simulated NeuronCore",
+      "strata-out/custom_kernel",
+      {{"--rows", "N", "rows of the input, 1 to 8192 (default: 256)"},
+       {"--cols", "N", "columns of the input, 1 to 8192 (default: 512)"}},
+      {{"OUTPUT_DIR/trace.json", "the trace: the op, its runtime calls, the kernel and its phases"},
+       {"(stdout)", "the error against a CPU reference, the key_averages table by input shape"}});
+  std::size_t rows = 256, cols = 512;
+  const std::string out_dir = cl.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
+    if (flag == "--rows") rows = cl.number(flag, value, 1, 8192);
+    else if (flag == "--cols") cols = cl.number(flag, value, 1, 8192);
+    else return false;
+    return true;
+  });
 
   std::vector<float> x(rows * cols);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 250.0f - 2.0f;

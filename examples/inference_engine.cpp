@@ -57,9 +57,20 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  const examples::command_line cl("inference_engine",
-                                  "[OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2] [--ondemand N]");
-  o.out_dir = cl.parse(argc, argv, o.out_dir, [&](std::string_view flag, std::string_view value) {
+  const examples::command_line cl(
+      "inference_engine", "a transformer-style block served on worker threads and two simulated NeuronCores, "
+      "profiled with a schedule (a trace per window) or captured on demand",
+      o.out_dir,
+      {{"--steps", "N", "serving steps, 1 to 1000 (default: 8)"},
+       {"--workers", "N", "worker threads, one request each per step, 1 to 16 (default: 2)"},
+       {"--tokens", "N", "tokens per request, 1 to 128 (default: 32)"},
+       {"--gen", "trn1|trn2", "the simulated cores: NeuronCore-v2 or -v3 (default: trn1)"},
+       {"--ondemand", "N", "no schedule: an admin thread asks for a capture of the next N steps, 1 to 1000"}},
+      {{"OUTPUT_DIR/trace_step2-3.json", "the schedule's first window (steps 2 and 3)"},
+       {"OUTPUT_DIR/trace_step6-7.json", "its second window (steps 6 and 7; needs --steps 8 or more)"},
+       {"OUTPUT_DIR/ondemand-<pid>-1.json", "with --ondemand N: the capture of N steps, instead of the windows"},
+       {"(stdout)", "the last window's key_averages table by input shape, the runtime's figures"}});
+  o.out_dir = cl.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
     if (flag == "--steps") o.steps = static_cast<int>(cl.number(flag, value, 1, 1000));
     else if (flag == "--workers") o.workers = static_cast<int>(cl.number(flag, value, 1, 16));
     else if (flag == "--tokens") o.tokens = cl.number(flag, value, 1, 128);

@@ -1,5 +1,8 @@
 // The foundation's main job: several threads record nested scopes, instants and counters; the
 // trace goes to strata-out/trace.json. A later example (compare_ops) takes its place.
+//
+//   threads_demo [OUTPUT_DIR]
+//
 // strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
 #include "strata/core/error.hpp"
@@ -10,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "command_line.hpp"
 
 namespace {
 
@@ -41,7 +45,10 @@ double decode_step(int worker, int step) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string out_dir = argc > 1 ? argv[1] : "strata-out";
+  const examples::command_line cl(
+      "threads_demo", "four threads recording nested scopes, instants and counters, without the simulator",
+      "strata-out", {}, {{"OUTPUT_DIR/trace.json", "the trace of the five threads"}});
+  const std::string out_dir = cl.parse(argc, argv, [](std::string_view, std::string_view) { return false; });
   try {
     strata::profiler prof({.output_dir = out_dir});
     prof.start();
