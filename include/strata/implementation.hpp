@@ -17,7 +17,9 @@
 
 #if !defined(__cplusplus)
 #error "strata's implementation is C++20: define STRATA_IMPLEMENTATION in a C++ file"
-#endif
+#elif __cplusplus < 202002L
+#error "strata's implementation needs C++20 (-std=c++20)"
+#else  // the rest of the file: nothing more is compiled below C++20, so the error above is the only one
 
 #include "strata/core/config.hpp"
 
@@ -45,3 +47,5 @@
 #include "strata/impl/compiled_out.hpp"
 
 #endif
+
+#endif  // C++20
