@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "strata/core/error.hpp"
 #include "strata/impl/c_api_state.hpp"

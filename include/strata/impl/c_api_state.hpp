@@ -195,23 +195,34 @@ STRATA_NOINLINE inline const site* site_of_slow(layer l, record_kind k, const ch
   return s;
 }
 
-/// The descriptor of `name`.
+/// The rest of a look-up that is not a read-only name in its first set: the second set, the
+/// text check of a name that may change, or the slow path. Out of line, so that the common
+/// case stays a few instructions and needs no stack frame.
+STRATA_NOINLINE inline const site* site_of_checked(layer l, record_kind k, const char* name) noexcept {
+  const std::uintptr_t key = cache_key(l, k, name);
+  const std::uint64_t h = cache_hash(key);
+  for (const name_cache::entry* set : {first_set(h), second_set(h)}) {
+    if (const std::size_t way = find_way(set, key); way < name_cache::ways) {
+      const name_cache::entry& e = set[way];
+      if ((e.key & name_cache::read_only) != 0 || std::strcmp(e.where->name, name) == 0)
+        return e.where;
+      break;  // the buffer holds another text now
+    }
+  }
+  return site_of_slow(l, k, name);
+}
+
+/// The descriptor of `name`: a read-only name cached in its first set costs a hash, a load and
+/// up to four compares.
 STRATA_FORCE_INLINE const site* site_of(layer l, record_kind k, const char* name) noexcept {
   if (name == nullptr) [[unlikely]]
     name = "";
-  const std::uintptr_t key = cache_key(l, k, name);
-  const std::uint64_t h = cache_hash(key);
-  const name_cache::entry* set = first_set(h);
-  std::size_t way = find_way(set, key);
-  if (way == name_cache::ways) [[unlikely]] {
-    set = second_set(h);
-    way = find_way(set, key);
-    if (way == name_cache::ways) return site_of_slow(l, k, name);
-  }
-  const name_cache::entry& e = set[way];
-  if ((e.key & name_cache::read_only) != 0 || std::strcmp(e.where->name, name) == 0) [[likely]]
-    return e.where;
-  return site_of_slow(l, k, name);
+  const std::uintptr_t key = cache_key(l, k, name) | name_cache::read_only;
+  const name_cache::entry* set = first_set(cache_hash(key & ~name_cache::read_only));
+  for (std::size_t way = 0; way < name_cache::ways; ++way)
+    if (set[way].key == key) [[likely]]
+      return set[way].where;
+  return site_of_checked(l, k, name);
 }
 
 inline void report_unmatched_pop() noexcept {
