@@ -87,6 +87,10 @@ inline std::string in_c_terms(std::string message) {
   return message;
 }
 
+inline export_result export_perfetto(const profiler& p, const std::string& path) {
+  return p.export_perfetto_trace(path);
+}
+
 inline bool another_session_records() noexcept { return active_profiler.load() != nullptr; }
 
 inline int refuse_running(const char* call) {
@@ -167,9 +171,11 @@ inline int export_locked(const char* call, const char* path, bool say) {
     return report(call, e, STRATA_ERROR_CONFIG);
   }
   try {
-    const export_result written = is_perfetto_name(target)
-                                      ? st.session->export_perfetto_trace(target)
-                                      : st.session->export_chrome_trace(target);
+    const bool perfetto = is_perfetto_name(target);
+    if (perfetto && st.export_perfetto == nullptr)  // only strata_start_ex configures .pftrace
+      throw error("no Perfetto writer registered for '" + target + "'");
+    const export_result written = perfetto ? st.export_perfetto(*st.session, target)
+                                           : st.session->export_chrome_trace(target);
     if (say) {
       const profiler_stats s = st.session->stats();
       std::fprintf(stderr, "strata: wrote %s (%llu records from %llu threads, %llu lost)\n",
@@ -262,6 +268,7 @@ int strata_start_ex(const strata_config* config) {
   using namespace strata::detail;
   try {
     std::lock_guard lock(c_api::c_state().mutex);
+    c_api::c_state().export_perfetto = &c_api::export_perfetto;
     return c_api::start_locked(config != nullptr ? *config : strata_config{});
   } catch (const std::exception& e) {
     return c_api::report("strata_start", e, STRATA_ERROR_INTERNAL);
@@ -278,7 +285,8 @@ int strata_start(const char* output_dir) {
     const std::string output = (std::filesystem::path(output_dir) / "trace.json").string();
     strata_config c{};
     c.output = output.c_str();
-    return strata_start_ex(&c);
+    std::lock_guard lock(c_api::c_state().mutex);
+    return c_api::start_locked(c);  // not strata_start_ex: writes JSON, needs no Perfetto writer
   } catch (const std::exception& e) {
     return c_api::report("strata_start", e, STRATA_ERROR_INTERNAL);
   }
@@ -298,6 +306,7 @@ int strata_export(const char* path) {
   using namespace strata::detail;
   try {
     std::lock_guard lock(c_api::c_state().mutex);
+    c_api::c_state().export_perfetto = &c_api::export_perfetto;
     return c_api::export_locked("strata_export", path, false);
   } catch (const std::exception& e) {
     return c_api::report("strata_export", e, STRATA_ERROR_INTERNAL);

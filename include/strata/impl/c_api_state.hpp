@@ -240,6 +240,10 @@ struct c_session_state {
   std::string table;      // the last table rendered, for strata_table's second call
   std::string table_key;  // what it was rendered for: sort_by and row_limit
   bool has_table = false;
+  // The Perfetto writer, set by the calls that can ask for it (strata_start_ex, strata_export):
+  // a program that only calls strata_start and strata_stop_and_export (JSON) never refers to
+  // it, so a build with -ffunction-sections -Wl,--gc-sections leaves it out.
+  export_result (*export_perfetto)(const profiler&, const std::string&) = nullptr;
 };
 
 inline c_session_state& c_state() {
