@@ -24,7 +24,7 @@
  * deeper than 256 ranges on a thread records the outer 256 and keeps the pairs matched.
  * Sessions: one records at a time in the process (a C session, a C++ strata::profiler, the
  * environment's STRATA_PROFILE=1 capture or an on-demand capture). The session calls
- * (strata_start* to strata_table) may be called from any thread, one at a time.
+ * (strata_start* to strata_table) may be called from any thread; concurrent calls take turns.
  * Status: the session calls return a strata_status; every error also prints one line on
  * stderr saying what to do.
  * Compiled out: with STRATA_ENABLED defined to 0 every call below is an empty inline function
