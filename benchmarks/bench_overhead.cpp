@@ -104,11 +104,15 @@ void strata_case(benchmark::State& state, session mode, std::size_t capacity) {
   // cached), so that the loop measures the steady state.
   constexpr bool extra = Case == c_range || Case == scope_args_seen || Case == scope_framework;
   if constexpr (extra) Case(0);
+  // The C cases over several names push each once first (each name seen before).
+  constexpr std::uint64_t names_seen =
+      Case == c_range_adjacent ? 2 : Case == c_range_engine ? engine_name_count : 0;
+  for (std::uint64_t i = 0; i < names_seen; ++i) Case(i);
   std::uint64_t v = 0;
   for (auto _ : state) v = Case(v);
   benchmark::DoNotOptimize(v);
   // The loop's end is a barrier of all threads, so every record is in by now.
-  if (state.thread_index() == 0) stop_session(state, mode, extra ? 2 : 1);
+  if (state.thread_index() == 0) stop_session(state, mode, (extra ? 2 : 1) + names_seen);
 }
 
 /// A limit-baseline case: the same loop over a function of the same shape.
@@ -161,6 +165,10 @@ void register_benchmarks() {
   // The C API against the C++ scope it mirrors; a scope with arguments seen before against the
   // same scope without arguments.
   benchmark::RegisterBenchmark("c_range/strata_enabled", strata_case<c_range>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("c_range/adjacent_literals", strata_case<c_range_adjacent>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("c_range/engine_128_literals", strata_case<c_range_engine>,
                                session::capture_all, large_ring);
   benchmark::RegisterBenchmark("scope_args/framework_scope", strata_case<scope_framework>,
                                session::capture_shapes, large_ring);

@@ -29,6 +29,11 @@ using case_fn = std::uint64_t (*)(std::uint64_t) noexcept;
 // scope with two shapes as arguments, the same every call (a cache hit once seen); the same
 // framework scope without arguments, to compare with.
 [[gnu::noinline]] std::uint64_t c_range(std::uint64_t x) noexcept;
+// The C API on names that collided in its former direct-mapped cache: two adjacent literals
+// ("rope", "attention") in turn, and 128 literals in turn (`x` picks the name).
+[[gnu::noinline]] std::uint64_t c_range_adjacent(std::uint64_t x) noexcept;
+[[gnu::noinline]] std::uint64_t c_range_engine(std::uint64_t x) noexcept;
+inline constexpr std::uint64_t engine_name_count = 128;
 [[gnu::noinline]] std::uint64_t scope_args_seen(std::uint64_t x) noexcept;
 [[gnu::noinline]] std::uint64_t scope_framework(std::uint64_t x) noexcept;
 /// Records each extra case once (takes the buffer, interns the names, caches the arguments).

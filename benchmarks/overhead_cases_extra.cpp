@@ -26,6 +26,38 @@ std::uint64_t c_range(std::uint64_t x) noexcept {
   return x + 1;
 }
 
+// Two short literals side by side in the binary's read-only data ("rope" and "attention",
+// a few bytes apart: one slot of the C API's former direct-mapped name cache), pushed in turn.
+std::uint64_t c_range_adjacent(std::uint64_t x) noexcept {
+  strata_push((x & 1) != 0 ? "rope" : "attention");
+  benchmark::DoNotOptimize(x);
+  strata_pop();
+  return x + 1;
+}
+
+namespace {
+
+// An engine's worth of literals (llama2.c's forward pass names a few dozen stages; with their
+// layers and kinds about 120 distinct names), adjacent in read-only data.
+#define STRATA_BENCH_NAMES_16(p)                                                                   \
+  p "0", p "1", p "2", p "3", p "4", p "5", p "6", p "7", p "8", p "9", p "10", p "11", p "12",    \
+      p "13", p "14", p "15"
+constexpr const char* engine_names[] = {
+    STRATA_BENCH_NAMES_16("rmsnorm "), STRATA_BENCH_NAMES_16("rope "), STRATA_BENCH_NAMES_16("qkv "),
+    STRATA_BENCH_NAMES_16("attention "), STRATA_BENCH_NAMES_16("softmax "), STRATA_BENCH_NAMES_16("ffn "),
+    STRATA_BENCH_NAMES_16("silu "), STRATA_BENCH_NAMES_16("residual ")};
+#undef STRATA_BENCH_NAMES_16
+static_assert(sizeof engine_names / sizeof engine_names[0] == engine_name_count);
+
+}  // namespace
+
+std::uint64_t c_range_engine(std::uint64_t x) noexcept {
+  strata_push(engine_names[x & (engine_name_count - 1)]);
+  benchmark::DoNotOptimize(x);
+  strata_pop();
+  return x + 1;
+}
+
 std::uint64_t scope_args_seen(std::uint64_t x) noexcept {
   // The same shapes every call: after the first, a cache hit.
   benchmark::DoNotOptimize(rows);

@@ -1,14 +1,16 @@
 /* examples/c_engine.c: a small inference "engine" in C11, instrumented with strata's C API.
  *
  * A toy decoder: for each generated token, embed it, run a few layers (attention over a
- * growing KV cache, then an MLP) and pick the next token. Every stage is a strata range; the
- * loop marks steps and samples a counter. strata's implementation is compiled in one C++ file
- * (c_engine_strata.cpp); this file is plain C:
+ * growing KV cache, then an MLP) and pick the next token. Every stage is a strata range; each
+ * token is a step of a schedule (two windows of 8 tokens, each written to a trace of its own)
+ * and samples a counter; at the end the key_averages table of the last window is printed.
+ * strata's implementation is compiled in one C++ file (c_engine_strata.cpp); this file is
+ * plain C, and the program is linked by g++ (or by gcc with -lstdc++ -lm -pthread):
  *
  *   gcc -std=c11 -Wall -Wextra -pedantic -Iinclude -c examples/c_engine.c
  *   g++ -std=c++20 -Iinclude -c examples/c_engine_strata.cpp
  *   g++ c_engine.o c_engine_strata.o -pthread -lm -o c_engine
- *   ./c_engine [OUTPUT_DIR] [TOKENS]
+ *   ./c_engine [OUTPUT_DIR] [TOKENS]     # OUTPUT_DIR/trace_step5-12.json, trace_step16-23.json
  */
 #include <math.h>
 #include <stdio.h>
@@ -137,7 +139,18 @@ int main(int argc, char** argv) {
     for (int i = 0; i < dim; ++i)
       e->embedding[v][i] = (float)((seed = seed * 1103515245u + 12345u) >> 16 & 0x7fff) / 32768.0f - 0.5f;
 
-  if (strata_start(out) != STRATA_OK) {
+  /* The schedule: 2 tokens skipped (caches warming), then twice 2 idle tokens, 1 of warmup
+   * and 8 recorded; each window's trace is written in the background as it ends. */
+  char output[1024];
+  snprintf(output, sizeof output, "%s/trace.json", out);
+  strata_config config = STRATA_CONFIG_INIT;
+  config.output = output;
+  config.schedule.skip_first = 2;
+  config.schedule.wait = 2;
+  config.schedule.warmup = 1;
+  config.schedule.active = 8;
+  config.schedule.repeat = 2;
+  if (strata_start_ex(&config) != STRATA_OK) {
     free(e);
     return 1;
   }
@@ -149,8 +162,15 @@ int main(int argc, char** argv) {
     strata_step();
   }
   strata_instant("generation done");
-  const int status = strata_stop_and_export();
+  const int status = strata_stop_and_export(); /* names the window traces on stderr */
   printf("c_engine: %d tokens, last token %d\n", tokens, token);
+
+  /* The last window's table: asked once for its length, then into a buffer of that size. */
+  const int length = strata_table(NULL, 0, "self_cpu_time_total", 10);
+  char* table = length >= 0 ? malloc((size_t)length + 1) : NULL;
+  if (table != NULL && strata_table(table, (size_t)length + 1, "self_cpu_time_total", 10) >= 0)
+    fputs(table, stdout);
+  free(table);
   free(e);
   return status == STRATA_OK ? 0 : 1;
 }

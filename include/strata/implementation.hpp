@@ -17,7 +17,9 @@
 
 #if !defined(__cplusplus)
 #error "strata's implementation is C++20: define STRATA_IMPLEMENTATION in a C++ file"
-#endif
+#elif __cplusplus < 202002L
+#error "strata's implementation needs C++20 (-std=c++20)"
+#else  // the rest of the file: nothing more is compiled below C++20, so the error above is the only one
 
 #include "strata/core/config.hpp"
 
@@ -47,3 +49,4 @@
 #endif
 
 #include "strata/impl/env_capture.hpp"  // last: reads the environment once the rest is set up
+#endif  // C++20

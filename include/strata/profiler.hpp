@@ -15,6 +15,12 @@
 // says so once on stderr.
 #pragma once
 
+// The file that compiles strata's implementation stops here below C++20, before the headers
+// below report their first C++20 construct.
+#if defined(STRATA_IMPLEMENTATION) && defined(__cplusplus) && __cplusplus < 202002L
+#error "strata's implementation needs C++20 (-std=c++20)"
+#else
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -222,3 +228,5 @@ class profiler {
 #if defined(STRATA_IMPLEMENTATION)
 #include "strata/implementation.hpp"
 #endif
+
+#endif  // C++20 check

@@ -6,6 +6,7 @@
 
 #include "strata/args/op_args.hpp"
 #include "strata/profiler.hpp"
+#include "strata/strata.h"
 #include "strata/strata.hpp"
 #include "support.hpp"
 
@@ -77,4 +78,32 @@ TEST_CASE("compiled out: code that names the RAII types still compiles and does 
   prof.stop();
   CHECK(evaluated == 0);
   CHECK(prof.data().recorded() == 0);
+}
+
+TEST_CASE("compiled out, the C API is empty inline functions that succeed") {
+  strata_config c = STRATA_CONFIG_INIT;
+  c.output = "not written.json";
+  CHECK(strata_start_ex(&c) == STRATA_OK);
+  CHECK(strata_start("not created") == STRATA_OK);
+  strata_push("range");
+  strata_push_layer(STRATA_LAYER_FRAMEWORK, "op");
+  strata_instant("mark");
+  strata_instant_layer(STRATA_LAYER_RUNTIME, "mark");
+  strata_counter("count", 1.0);
+  strata_counter_layer(STRATA_LAYER_DEVICE, "count", 2.0);
+  strata_set_thread_name("thread");
+  strata_step();
+  strata_pop();
+  strata_pop();
+  CHECK(strata_snapshot(nullptr) == STRATA_OK);
+  CHECK(strata_request_capture(1, 0) == STRATA_OK);
+  CHECK(strata_stop() == STRATA_OK);
+  CHECK(strata_export(nullptr) == STRATA_OK);
+  CHECK(strata_stop_and_export() == STRATA_OK);
+  char table[8] = "xxxxxxx";
+  CHECK(strata_table(table, sizeof table, nullptr, 0) == 0);
+  CHECK(table[0] == '\0');
+  CHECK(strata_table(nullptr, 0, nullptr, 0) == 0);
+  CHECK_FALSE(std::filesystem::exists("not written.json"));
+  CHECK_FALSE(std::filesystem::exists("not created"));
 }
