@@ -109,29 +109,35 @@ inline std::vector<std::string> environment_notices(const char* const* environme
     const std::string_view name = text.substr(0, text.find('='));
     const detail::env_variable* known = nullptr;
     const detail::env_variable* closest = nullptr;
+    const detail::env_variable* extends = nullptr;  // STRATA_OVERFLOW_POLICY: STRATA_OVERFLOW
     std::size_t best = std::string_view::npos;
     for (const detail::env_variable& v : detail::env_variables) {
       if (name == v.name) known = &v;
+      if (v.retired != nullptr) continue;
       const std::size_t d = detail::edit_distance(name, v.name);
-      if (v.retired == nullptr && d < best) {
+      if (d < best) {
         best = d;
         closest = &v;
       }
+      if (extends == nullptr && name.size() > 7 &&
+          (name.starts_with(v.name) || std::string_view(v.name).starts_with(name)))
+        extends = &v;
     }
     if (known != nullptr) {
       if (known->retired != nullptr)
         notices.push_back("strata: " + std::string(name) + " " + known->retired);
       continue;
     }
-    // Near enough to be a typo: at most 3 edits, and fewer than a third of the name's letters
-    // after STRATA_.
+    // Near enough to be a typo: at most 3 edits, and about a third of the letters after
+    // STRATA_ at most (STRATA_LAYER for STRATA_LAYERS, not STRATA_FOO for STRATA_SPILL).
     const std::size_t letters = name.size() > 7 ? name.size() - 7 : 0;
     std::string line = "strata: " + std::string(name) + " is not a variable strata reads";
     if (closest != nullptr && best <= 3 && best * 3 <= letters + 2)
-      line += std::string("; did you mean ") + closest->name + "?";
+      line += std::string("; did you mean ") + closest->name + "? It is ignored.";
+    else if (extends != nullptr)
+      line += std::string("; did you mean ") + extends->name + "? It is ignored.";
     else
-      line += " (they are listed in <strata/env_capture.hpp> and the README)";
-    line += " It is ignored.";
+      line += "; it is ignored (the variables strata reads are listed in the README)";
     notices.push_back(std::move(line));
   }
   return notices;
