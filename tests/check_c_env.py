@@ -37,8 +37,11 @@ def expect(condition, message):
 
 def child_env(extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    # The sanitizers' own handlers for these signals off: a crash then takes its default action
+    # (the exit status is the signal's), and the handlers check sees only strata's.
     off = "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigill=0:handle_sigfpe=0"
-    env["ASAN_OPTIONS"] = (env["ASAN_OPTIONS"] + ":" if env.get("ASAN_OPTIONS") else "") + off
+    for options in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"):
+        env[options] = (env[options] + ":" if env.get(options) else "") + off
     env.update(extra)
     return env
 

@@ -28,6 +28,7 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/layer_name.hpp"
 #include "strata/core/profiler_config.hpp"
+#include "strata/core/signal_names.hpp"
 #include "strata/ondemand.hpp"
 
 namespace strata {
@@ -109,29 +110,35 @@ inline std::vector<std::string> environment_notices(const char* const* environme
     const std::string_view name = text.substr(0, text.find('='));
     const detail::env_variable* known = nullptr;
     const detail::env_variable* closest = nullptr;
+    const detail::env_variable* extends = nullptr;  // STRATA_OVERFLOW_POLICY: STRATA_OVERFLOW
     std::size_t best = std::string_view::npos;
     for (const detail::env_variable& v : detail::env_variables) {
       if (name == v.name) known = &v;
+      if (v.retired != nullptr) continue;
       const std::size_t d = detail::edit_distance(name, v.name);
-      if (v.retired == nullptr && d < best) {
+      if (d < best) {
         best = d;
         closest = &v;
       }
+      if (extends == nullptr && name.size() > 7 &&
+          (name.starts_with(v.name) || std::string_view(v.name).starts_with(name)))
+        extends = &v;
     }
     if (known != nullptr) {
       if (known->retired != nullptr)
         notices.push_back("strata: " + std::string(name) + " " + known->retired);
       continue;
     }
-    // Near enough to be a typo: at most 3 edits, and fewer than a third of the name's letters
-    // after STRATA_.
+    // Near enough to be a typo: at most 3 edits, and about a third of the letters after
+    // STRATA_ at most (STRATA_LAYER for STRATA_LAYERS, not STRATA_FOO for STRATA_SPILL).
     const std::size_t letters = name.size() > 7 ? name.size() - 7 : 0;
     std::string line = "strata: " + std::string(name) + " is not a variable strata reads";
     if (closest != nullptr && best <= 3 && best * 3 <= letters + 2)
-      line += std::string("; did you mean ") + closest->name + "?";
+      line += std::string("; did you mean ") + closest->name + "? It is ignored.";
+    else if (extends != nullptr)
+      line += std::string("; did you mean ") + extends->name + "? It is ignored.";
     else
-      line += " (they are listed in <strata/env_capture.hpp> and the README)";
-    line += " It is ignored.";
+      line += "; it is ignored (the variables strata reads are listed in the README)";
     notices.push_back(std::move(line));
   }
   return notices;
@@ -302,36 +309,11 @@ inline std::optional<profiler_config> capture_config_from_env(const env_lookup& 
   return detail::session_config_from_env(lookup);
 }
 
-namespace detail {
-
-struct named_signal {
-  const char* name;
-  int number;
-};
-/// The signals STRATA_ONDEMAND_SIGNAL takes by name: those a program may be sent to ask for
-/// something, not those that report a fault or cannot be caught.
-inline constexpr named_signal named_signals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
-    {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"URG", SIGURG},   {"WINCH", SIGWINCH}};
-
-}  // namespace detail
-
 /// A signal's name or number, as `STRATA_ONDEMAND_SIGNAL` takes it: `SIGUSR2`, `USR2` or `12`
 /// (also HUP, INT, QUIT, USR1, ALRM, TERM, URG, WINCH, and the real-time signals by number).
 /// Signals that cannot be caught, or that report a fault (SIGSEGV, ...), raise `strata::error`.
 inline int parse_signal(std::string_view raw) {
-  const std::string_view text = detail::trim(raw);
-  const std::string_view bare = text.starts_with("SIG") ? text.substr(3) : text;
-  for (const auto& n : detail::named_signals)
-    if (bare == n.name) return n.number;
-  if (const auto number = detail::parse_count(text); number && !text.empty()) {
-    for (const auto& n : detail::named_signals)
-      if (static_cast<int>(*number) == n.number) return n.number;
-#if defined(SIGRTMIN)
-    if (static_cast<long long>(*number) >= SIGRTMIN && static_cast<long long>(*number) <= SIGRTMAX)
-      return static_cast<int>(*number);
-#endif
-  }
+  if (const int sig = detail::signal_number(detail::trim(raw)); sig != 0) return sig;
   throw error("STRATA_ONDEMAND_SIGNAL='" + std::string(raw) +
               "': use SIGUSR2 (the default), SIGUSR1, USR1, HUP, INT, QUIT, ALRM, TERM, URG, "
               "WINCH, or a signal's number (a real-time signal's too)");
@@ -388,15 +370,5 @@ inline std::optional<detail::ondemand_settings> ondemand_settings_from_env(const
   return settings;
 }
 
-namespace detail {
-
-/// How a signal is named on a kill command line: "USR2", or its number.
-inline std::string kill_name(int sig) {
-  for (const auto& n : detail::named_signals)
-    if (n.number == sig) return n.name;
-  return std::to_string(sig);
-}
-
-}  // namespace detail
 }  // namespace v1
 }  // namespace strata

@@ -221,6 +221,11 @@ TEST_CASE("environment notices: unknown and retired STRATA_* names, with the clo
     CHECK(far.rfind("strata: STRATA_WHATEVER is not a variable strata reads", 0) == 0);
     CHECK(far.find("did you mean") == std::string::npos);
     CHECK(one("STRATA_=1").find("did you mean") == std::string::npos);
+    CHECK(one("STRATA_FOO=1").find("did you mean") == std::string::npos);  // short: 1 edit at most
+    // A known name with more, or less, after it.
+    CHECK(one("STRATA_OVERFLOW_POLICY=x").find("did you mean STRATA_OVERFLOW?") != std::string::npos);
+    CHECK(one("STRATA_ONDEMAND_DURATION=5").find("did you mean STRATA_ONDEMAND_DURATION_MS?") !=
+          std::string::npos);
     // A name without a value is still a name.
     CHECK(one("STRATA_LAYER").find("STRATA_LAYERS?") != std::string::npos);
   }

@@ -30,17 +30,22 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <signal.h>
 #include <unistd.h>
 
 #include "strata/core/config.hpp"
+#include "strata/core/signal_names.hpp"
+#if STRATA_ENABLED
 #include "strata/env_capture.hpp"
 #include "strata/export/atomic_file.hpp"
+#include "strata/impl/profiler.hpp"  // environment_profiler
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
-#if STRATA_ENABLED
-#include "strata/impl/profiler.hpp"  // environment_profiler
+#else
+#include "strata/impl/compiled_out.hpp"  // say_compiled_out; the parser is left out, to keep
+                                         // the compiled-out file as quick to compile as it was
 #endif
 
 extern "C" {
@@ -90,19 +95,24 @@ inline void install_signal_notice(int sig, const std::string& message) noexcept 
   }
 }
 
+/// Without surrounding blanks.
+inline std::string_view unpadded(const char* value) noexcept {
+  std::string_view s = value != nullptr ? value : "";
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 /// The signal an on-demand capture was asked to answer: STRATA_ONDEMAND_SIGNAL's, or SIGUSR2
 /// when it is unset or not a signal strata takes.
-inline int ondemand_signal_asked(const env_lookup& lookup) noexcept {
-  try {
-    if (const char* sig = lookup(env_name("STRATA_ONDEMAND_SIGNAL")); sig && *sig) return parse_signal(sig);
-  } catch (...) {
-  }
-  return SIGUSR2;
+inline int ondemand_signal_asked() noexcept {
+  const int sig = signal_number(unpadded(std::getenv("STRATA_ONDEMAND_SIGNAL")));
+  return sig != 0 ? sig : SIGUSR2;
 }
 
 /// Whether a switch variable (STRATA_PROFILE, STRATA_ONDEMAND) is set to anything but 0.
 inline bool switched_on(const char* value) noexcept {
-  return value != nullptr && !trim(value).empty() && trim(value) != "0";
+  return !unpadded(value).empty() && unpadded(value) != "0";
 }
 
 #if STRATA_ENABLED
@@ -144,7 +154,7 @@ class env_capture {
                    e.what());
       profiler_.reset();
       if (ondemand_asked) {
-        const int sig = ondemand_signal_asked(lookup);
+        const int sig = ondemand_signal_asked();
         install_signal_notice(sig, "strata: signal " + kill_name(sig) +
                                        " ignored: on-demand capture is off for this run (a "
                                        "STRATA_* value was named at start-up)\n");
@@ -184,19 +194,19 @@ class env_capture {
 /// the known ones ask for. Never throws.
 inline bool arm_from_environment() noexcept {
   if (&strata_ignore_environment != nullptr && strata_ignore_environment) return false;
+#if STRATA_ENABLED
   try {
     for (const std::string& line : environment_notices(environ)) std::fprintf(stderr, "%s\n", line.c_str());
   } catch (...) {
     // Out of memory at start-up: the notices are skipped, the capture is still tried.
   }
-#if STRATA_ENABLED
   return env_capture::instance().arm();
 #else
-  const env_lookup lookup = [](const char* n) { return std::getenv(n); };
-  const bool ondemand = switched_on(lookup(env_name("STRATA_ONDEMAND")));
-  if (ondemand || switched_on(lookup(env_name("STRATA_PROFILE")))) say_compiled_out();
+  // Compiled out: nothing to configure, so no notices; the switches are only answered.
+  const bool ondemand = switched_on(std::getenv("STRATA_ONDEMAND"));
+  if (ondemand || switched_on(std::getenv("STRATA_PROFILE"))) say_compiled_out();
   if (ondemand) {
-    const int sig = ondemand_signal_asked(lookup);
+    const int sig = ondemand_signal_asked();
     install_signal_notice(sig, "strata: signal " + kill_name(sig) +
                                    " ignored: strata is compiled out (STRATA_ENABLED=0), no "
                                    "capture\n");
