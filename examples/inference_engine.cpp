@@ -9,8 +9,8 @@
 // them, and the loop never waits for it. Like every program that compiles strata's
 // implementation, it reads the STRATA_* environment when it starts: with STRATA_ONDEMAND=1 as
 // well, kill -USR2 <pid> asks for a capture from outside once the admin's is written
-// (docs/production.md). STRATA_PROFILE=1 records the whole run instead; without --ondemand the
-// example's own profiler then cannot start beside it, and it says so and exits 1.
+// (docs/production.md). STRATA_PROFILE=1 records the whole run instead: without --ondemand the
+// example's own schedule then stands aside (one profiler records at a time), and says so.
 //
 //   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
 //                    [--ondemand N]
@@ -148,6 +148,12 @@ std::vector<float> serve(const sim::device& dev, const block_weights& w, const s
 
 }  // namespace
 
+// Whether STRATA_PROFILE=1 asks strata to record this whole run itself.
+bool environment_records() {
+  const char* v = std::getenv("STRATA_PROFILE");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 int main(int argc, char** argv) {
   const options o = parse(argc, argv);
   try {
@@ -169,6 +175,11 @@ int main(int argc, char** argv) {
         fmt::print("admin: {}\n", r.message);
       });
       admin.join();
+    } else if (environment_records()) {
+      // STRATA_PROFILE=1 records this whole run (one profiler at a time): the example's own
+      // schedule stands aside, and the trace of the run is written at exit.
+      std::fprintf(stderr, "inference_engine: STRATA_PROFILE=1 records the whole run; the "
+                           "example's schedule is off\n");
     } else {
       prof.start();
     }
@@ -196,7 +207,7 @@ int main(int argc, char** argv) {
       for (double s : sums) checksum += s;
       STRATA_STEP();  // the running profiler's step(); the window's file is written off this thread
     }
-    prof.stop();
+    if (prof.running()) prof.stop();
 
     fmt::print("served {} steps x {} requests of {} tokens (checksum {:.6f})\n", o.steps, o.workers,
                o.tokens, checksum);
@@ -210,6 +221,7 @@ int main(int argc, char** argv) {
       fmt::print("on-demand capture: {}\n", s.written > 0 ? s.last_file : s.last_error);
       return s.written > 0 ? 0 : 1;
     }
+    if (environment_records()) return 0;  // the environment's capture writes at exit
     for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f);
     fmt::print("\nlast window, key_averages grouped by input shape:\n{}\n",
                prof.key_averages({.group_by_input_shape = true})

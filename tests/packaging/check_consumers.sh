@@ -49,8 +49,11 @@ echo "linked with -lfmt as well: ok"
 gcc -std=c11 -Wall -Wextra -pedantic -Werror -I"$src/include" -c "$src/examples/c_engine.c" -o "$work/c_engine.o"
 g++ -std=c++20 -Wall -Wextra -Werror -I"$src/include" -c "$src/examples/c_engine_strata.cpp" -o "$work/c_engine_strata.o"
 g++ "$work/c_engine.o" "$work/c_engine_strata.o" -o "$work/c_engine" -pthread -lm
-(cd "$work" && ./c_engine c-out 8) && trace_ok "$work/c-out/trace.json"
-echo "C engine (gcc -std=c11 -pedantic): ok"
+(cd "$work" && ./c_engine c-out 8) && trace_ok "$work"/c-out/trace_step*.json
+# The README's other way to link: the C compiler, with the C++ library named.
+gcc "$work/c_engine.o" "$work/c_engine_strata.o" -o "$work/c_engine_gcc" -lstdc++ -lm -pthread
+(cd "$work" && ./c_engine_gcc c-gcc-out 8) && trace_ok "$work"/c-gcc-out/trace_step*.json
+echo "C engine (gcc -std=c11 -pedantic; linked by g++, and by gcc -lstdc++): ok"
 
 # The quickstart with its implementation in a file of its own, as an engine of many files has it;
 # the routes below compile main.cpp and link implementation.o.
