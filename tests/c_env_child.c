@@ -1,5 +1,6 @@
-/* A C engine with strata's C API and nothing else of strata but its 4-line implementation file
- * (c_env_child_strata.cpp): what a C program looks like to STRATA_PROFILE=1, STRATA_ONDEMAND=1
+/* A C engine with strata's C API and nothing else of strata but its implementation (the build's,
+ * linked as a C engine links its 4-line implementation file): what a C program looks like to
+ * STRATA_PROFILE=1, STRATA_ONDEMAND=1
  * and STRATA_CRASH_DUMP=1. check_c_env.py drives it through stdin, one command a line, so that
  * every step is taken when the test says so:
  *
