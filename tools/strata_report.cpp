@@ -31,7 +31,10 @@ constexpr std::string_view usage =
     "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
     "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
     "                              [--compare OTHER] [--jobs N]\n"
+    "       strata-report convert DUMP -o TRACE.json\n"
     "       strata-report --help\n";
+
+constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
 
 constexpr std::string_view help =
     "Prints torch.profiler's key_averages() table of saved Chrome trace JSON files: written by\n"
@@ -66,6 +69,7 @@ constexpr std::string_view help =
 
 struct usage_error {
   std::string message;
+  std::string_view usage_text = usage;  ///< the usage printed after the message
 };
 
 struct options {
@@ -150,7 +154,7 @@ options parse(int argc, char** argv) {
     if (o.compare_with) throw usage_error{"--sort-by does not apply to --compare"};
     try {
       // The table's own key check, so a bad key fails before any trace is read.
-      static_cast<void>(strata::detail::sort_value(strata::average_row{}, *o.sort_by));
+      strata::check_sort_key(*o.sort_by);
     } catch (const strata::error& e) {
       std::string_view m = e.what();
       if (m.starts_with("strata: ")) m.remove_prefix(8);
@@ -201,21 +205,25 @@ int convert(int argc, char** argv) {
   std::optional<std::string> dump, output;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      out(convert_usage);
+      return 0;
+    }
     if (arg == "-o" || arg == "--output") {
-      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a file name", arg)};
+      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a file name", arg), convert_usage};
       output = argv[++i];
     } else if (arg.starts_with("--output=")) {
       output = std::string(arg.substr(9));
     } else if (arg.size() > 1 && arg.front() == '-') {
-      throw usage_error{fmt::format("unknown option '{}' for convert", arg)};
+      throw usage_error{fmt::format("unknown option '{}' for convert", arg), convert_usage};
     } else if (dump) {
-      throw usage_error{"convert takes one DUMP"};
+      throw usage_error{"convert takes one DUMP", convert_usage};
     } else {
       dump = std::string(arg);
     }
   }
-  if (!dump) throw usage_error{"convert needs a DUMP"};
-  if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json"};
+  if (!dump) throw usage_error{"convert needs a DUMP", convert_usage};
+  if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json", convert_usage};
   const auto d = strata::read_crash_dump_file(*dump);
   const strata::export_result r = strata::write_chrome_trace(d->data, *output);
   fmt::print(stderr, "strata-report: wrote {} ({} records from {} threads; signal {})\n", r.path,
@@ -312,7 +320,7 @@ int main(int argc, char** argv) {
       if (argc > 1 && std::string_view(argv[1]) == "convert") return convert(argc, argv);
       o = parse(argc, argv);
     } catch (const usage_error& e) {
-      fmt::print(stderr, "strata-report: {}\n{}", e.message, usage);
+      fmt::print(stderr, "strata-report: {}\n{}", e.message, e.usage_text);
       return 2;
     }
     if (o.help) {
