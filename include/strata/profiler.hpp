@@ -24,7 +24,10 @@
 #include "strata/core/profiler_config.hpp"
 #include "strata/core/schedule.hpp"
 #include "strata/export/export_result.hpp"
-#include "strata/strata.hpp"
+// The macros, as strata/strata.hpp gives them; not strata.hpp itself, which would compile the
+// implementation (STRATA_IMPLEMENTATION) before this header's declarations are complete.
+#include "strata/core/macros.hpp"
+#include "strata/core/link_check.h"
 
 namespace strata {
 inline namespace v1 {

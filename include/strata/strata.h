@@ -81,6 +81,10 @@ static inline int strata_stop_and_export(void) { return STRATA_OK; }
 } /* extern "C" */
 #endif
 
+#if !defined(STRATA_ENABLED) || STRATA_ENABLED
+#include "strata/core/link_check.h" /* names STRATA_IMPLEMENTATION when the linker misses it */
+#endif
+
 #if defined(STRATA_IMPLEMENTATION)
 #if defined(__cplusplus)
 #include "strata/implementation.hpp"
