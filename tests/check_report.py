@@ -338,6 +338,9 @@ def part_usage(report, tmp):
     deep = os.path.join(tmp, "deep.json")
     with open(deep, "w") as f:
         f.write('{"traceEvents":' + "[" * 100000 + "]" * 100000 + "}")
+    pftrace = os.path.join(tmp, "trace.pftrace")
+    with open(pftrace, "wb") as f:
+        f.write(b"\x0a\x04\x08\x01\x10\x02")  # protobuf bytes: a JSON parser would fail at once
     no_traces = os.path.join(tmp, "no_traces")
     os.mkdir(no_traces)
     with open(os.path.join(no_traces, "notes.txt"), "w") as f:
@@ -346,7 +349,11 @@ def part_usage(report, tmp):
                        (deep, "nest more than 256 levels deep"),
                        (bad, "is not valid JSON: line 2"),
                        (no_events, "has no traceEvents array"),
-                       (no_traces, "holds no trace files (*.json, *.json.gz)")]:
+                       (no_traces, "holds no trace files (*.json, *.json.gz)"),
+                       (pftrace, "is a Perfetto protobuf trace; strata-report reads Chrome trace JSON"),
+                       (pftrace + ".gz", "write the session as JSON too (STRATA_FORMAT=json")]:
+        if path.endswith(".gz"):
+            write_gzip(path, b"\x0a\x04\x08\x01\x10\x02")
         r = run(report, path, code=1)
         if path not in r.stderr or says not in r.stderr or len(r.stderr.splitlines()) != 1:
             fail(f"{path}: stderr {r.stderr!r} should name the file and say {says!r}")

@@ -60,6 +60,9 @@ constexpr std::string_view help =
     "                          events in memory while it is read\n"
     "  --help                  print this text\n"
     "\n"
+    "strata-report reads JSON: for a session written as Perfetto protobuf (.pftrace), write its\n"
+    "Chrome trace JSON too (STRATA_FORMAT=json, or profiler::export_chrome_trace()).\n"
+    "\n"
     "A TRACE may also be a crash dump (strata-crash-PID.dump, written by a profiler with\n"
     "crash_dump on when the process crashed): its records make the table.\n"
     "\n"
@@ -180,6 +183,20 @@ std::string names(const std::vector<std::filesystem::path>& files) {
   return out;
 }
 
+/// Perfetto protobuf traces (strata's .pftrace, or .pftrace.gz) are not read here: says so, and
+/// how to get the JSON of a session, instead of a JSON parser's error on their first bytes.
+void refuse_perfetto(const std::vector<std::filesystem::path>& files) {
+  for (const auto& f : files) {
+    const std::string name = f.filename().string();
+    if (name.ends_with(".pftrace") || name.ends_with(".pftrace.gz"))
+      throw strata::error(fmt::format(
+          "strata-report: {} is a Perfetto protobuf trace; strata-report reads Chrome trace JSON "
+          "(.json, .json.gz): write the session as JSON too (STRATA_FORMAT=json, or "
+          "profiler::export_chrome_trace() / strata::write_chrome_trace(prof.data(), \"trace.json\"))",
+          f.string()));
+  }
+}
+
 /// One table over all the files `paths` name.
 strata::averages averages_of(const std::vector<std::filesystem::path>& files, const options& o,
                              std::uint64_t* skipped = nullptr) {
@@ -227,7 +244,7 @@ int convert(int argc, char** argv) {
   const auto d = strata::read_crash_dump_file(*dump);
   const strata::export_result r = strata::write_chrome_trace(d->data, *output);
   fmt::print(stderr, "strata-report: wrote {} ({} records from {} threads; signal {})\n", r.path,
-             d->data.recorded(), d->data.threads.size(), d->signal);
+             d->data.recorded(), d->data.host_threads(), d->signal);
   if (const std::string m = d->missing(); !m.empty())
     fmt::print(stderr, "strata-report: the dump leaves out {}\n", m);
   return 0;
@@ -253,7 +270,11 @@ int run(const options& o) {
     }
   }
   if (!dump_tables.empty()) {
-    if (!traces.empty()) dump_tables.push_back(averages_of(strata::trace_files(traces), o));
+    if (!traces.empty()) {
+      const std::vector<std::filesystem::path> files = strata::trace_files(traces);
+      refuse_perfetto(files);
+      dump_tables.push_back(averages_of(files, o));
+    }
     const strata::averages avg = strata::merge_averages(dump_tables);
     if (avg.rows.empty())
       fmt::print(stderr, "strata-report: the crash dump holds no op events\n");
@@ -262,9 +283,11 @@ int run(const options& o) {
     return 0;
   }
   const std::vector<std::filesystem::path> files = strata::trace_files(o.traces);
+  refuse_perfetto(files);
 
   if (o.compare_with) {
     const std::vector<std::filesystem::path> other = strata::trace_files(std::vector{std::filesystem::path(*o.compare_with)});
+    refuse_perfetto(other);
     const strata::comparison diff = strata::compare(averages_of(files, o), averages_of(other, o));
     if (o.format == "csv") {
       out(diff.to_csv());
