@@ -27,7 +27,7 @@
 // The one strong definition of the program (strata/core/link_check.h): a second file that
 // compiles the implementation makes the linker name this symbol first, and a program with none
 // names it among its undefined references. Defined before anything else, so it comes first.
-extern "C" const char strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file = 0;
+extern "C" void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file() {}
 
 #if STRATA_ENABLED
 

@@ -21,8 +21,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-/** Defined by strata's implementation only (strata/implementation.hpp). */
-extern const char strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file;
+/** Defined by strata's implementation only (strata/implementation.hpp). A function, not a
+ * variable: g++ and clang both list a file's functions before its variables, so a doubled
+ * implementation names this one first. */
+void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file(void);
 #ifdef __cplusplus
 }
 #endif
@@ -30,7 +32,7 @@ extern const char strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_fil
 #if defined(__GNUC__) || defined(__clang__)
 /* `used`: kept in every object file, so the reference reaches the linker even when nothing of
  * strata is called from the file. */
-__attribute__((used)) static const char* const strata_detail_link_check =
+__attribute__((used)) static void (*const strata_detail_link_check)(void) =
     &strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file;
 #endif
 
