@@ -190,7 +190,7 @@ void refuse_perfetto(const std::vector<std::filesystem::path>& files) {
     const std::string name = f.filename().string();
     if (name.ends_with(".pftrace") || name.ends_with(".pftrace.gz"))
       throw strata::error(fmt::format(
-          "strata-report: {} is a Perfetto protobuf trace; strata-report reads Chrome trace JSON "
+          "{} is a Perfetto protobuf trace; strata-report reads Chrome trace JSON "
           "(.json, .json.gz): write the session as JSON too (STRATA_FORMAT=json, or "
           "profiler::export_chrome_trace() / strata::write_chrome_trace(prof.data(), \"trace.json\"))",
           f.string()));
