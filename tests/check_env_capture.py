@@ -88,7 +88,8 @@ def main():
         bad = [
             ({"STRATA_PROFILE": "yes"}, "STRATA_PROFILE"),
             ({"STRATA_PROFILE": "1", "STRATA_LAYERS": "framework,gpu"}, "gpu"),
-            ({"STRATA_PROFILE": "1", "STRATA_BUFFER_CAPACITY": "1000"}, "buffer_capacity"),
+            ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "overwrite_oldest",
+              "STRATA_BUFFER_CAPACITY": "1000"}, "buffer_capacity"),
             ({"STRATA_PROFILE": "1", "STRATA_BUFFER_CAPACITY": "lots"}, "STRATA_BUFFER_CAPACITY"),
             ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "block"}, "STRATA_OVERFLOW"),
             ({"STRATA_PROFILE": "1", "STRATA_FORMAT": "protobuf"}, "STRATA_FORMAT"),

@@ -296,6 +296,38 @@ def part_usage(report, tmp):
     r = run(report, "--help")
     if not r.stdout.startswith(usage_line) or "--group-by-input-shape" not in r.stdout:
         fail(f"--help: {r.stdout!r}")
+    # Every form of the command is in the usage text, convert among them.
+    usage_lines = r.stdout.split("\n\n")[0].splitlines()
+    for form in ("usage: strata-report TRACE...", "       strata-report convert DUMP -o TRACE.json",
+                 "       strata-report --help"):
+        if not any(line.startswith(form) for line in usage_lines):
+            fail(f"--help: the usage lines {usage_lines!r} do not hold {form!r}")
+
+    # convert's mistakes are followed by convert's own usage line.
+    convert_usage = "usage: strata-report convert DUMP -o TRACE.json"
+    for args, says in [(["convert", "x.dump"], "convert needs -o TRACE.json"),
+                       (["convert"], "convert needs a DUMP"),
+                       (["convert", "x.dump", "-o"], "-o needs a file name"),
+                       (["convert", "x.dump", "y.dump", "-o", "t.json"], "convert takes one DUMP"),
+                       (["convert", "x.dump", "--sort-by", "count"], "unknown option '--sort-by' for convert")]:
+        r = run(report, *args, code=2)
+        lines = r.stderr.splitlines()
+        if not lines or lines[0] != "strata-report: " + says:
+            fail(f"{args}: first stderr line {lines[:1]!r} should be 'strata-report: {says}'")
+        if lines[1:] != [convert_usage]:
+            fail(f"{args}: convert's usage should follow the message: {r.stderr!r}")
+    r = run(report, "convert", "--help")
+    expect("convert --help", r.stdout, convert_usage + "\n")
+
+    # A bad --sort-by key is refused before any trace is read, whatever the trace holds.
+    empty = os.path.join(tmp, "empty.json")
+    write_trace(empty, [])
+    for trace in (empty, a):
+        r = run(report, trace, "--sort-by", "fastest", code=2)
+        if not r.stderr.startswith("strata-report: unknown sort_by key 'fastest': use self_cpu_time_total, "
+                                   "cpu_time_total, cpu_time, self_device_time_total, device_time_total, "
+                                   "device_time or count\n"):
+            fail(f"--sort-by fastest on {trace}: {r.stderr!r}")
 
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
@@ -306,6 +338,9 @@ def part_usage(report, tmp):
     deep = os.path.join(tmp, "deep.json")
     with open(deep, "w") as f:
         f.write('{"traceEvents":' + "[" * 100000 + "]" * 100000 + "}")
+    pftrace = os.path.join(tmp, "trace.pftrace")
+    with open(pftrace, "wb") as f:
+        f.write(b"\x0a\x04\x08\x01\x10\x02")  # protobuf bytes: a JSON parser would fail at once
     no_traces = os.path.join(tmp, "no_traces")
     os.mkdir(no_traces)
     with open(os.path.join(no_traces, "notes.txt"), "w") as f:
@@ -314,7 +349,11 @@ def part_usage(report, tmp):
                        (deep, "nest more than 256 levels deep"),
                        (bad, "is not valid JSON: line 2"),
                        (no_events, "has no traceEvents array"),
-                       (no_traces, "holds no trace files (*.json, *.json.gz)")]:
+                       (no_traces, "holds no trace files (*.json, *.json.gz)"),
+                       (pftrace, "is a Perfetto protobuf trace; strata-report reads Chrome trace JSON"),
+                       (pftrace + ".gz", "write the session as JSON too (STRATA_FORMAT=json")]:
+        if path.endswith(".gz"):
+            write_gzip(path, b"\x0a\x04\x08\x01\x10\x02")
         r = run(report, path, code=1)
         if path not in r.stderr or says not in r.stderr or len(r.stderr.splitlines()) != 1:
             fail(f"{path}: stderr {r.stderr!r} should name the file and say {says!r}")

@@ -31,7 +31,10 @@ constexpr std::string_view usage =
     "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
     "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
     "                              [--compare OTHER] [--jobs N]\n"
+    "       strata-report convert DUMP -o TRACE.json\n"
     "       strata-report --help\n";
+
+constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
 
 constexpr std::string_view help =
     "Prints torch.profiler's key_averages() table of saved Chrome trace JSON files: written by\n"
@@ -57,6 +60,9 @@ constexpr std::string_view help =
     "                          events in memory while it is read\n"
     "  --help                  print this text\n"
     "\n"
+    "strata-report reads JSON: for a session written as Perfetto protobuf (.pftrace), write its\n"
+    "Chrome trace JSON too (STRATA_FORMAT=json, or profiler::export_chrome_trace()).\n"
+    "\n"
     "A TRACE may also be a crash dump (strata-crash-PID.dump, written by a profiler with\n"
     "crash_dump on when the process crashed): its records make the table.\n"
     "\n"
@@ -66,6 +72,7 @@ constexpr std::string_view help =
 
 struct usage_error {
   std::string message;
+  std::string_view usage_text = usage;  ///< the usage printed after the message
 };
 
 struct options {
@@ -150,7 +157,7 @@ options parse(int argc, char** argv) {
     if (o.compare_with) throw usage_error{"--sort-by does not apply to --compare"};
     try {
       // The table's own key check, so a bad key fails before any trace is read.
-      static_cast<void>(strata::detail::sort_value(strata::average_row{}, *o.sort_by));
+      strata::check_sort_key(*o.sort_by);
     } catch (const strata::error& e) {
       std::string_view m = e.what();
       if (m.starts_with("strata: ")) m.remove_prefix(8);
@@ -174,6 +181,20 @@ std::string names(const std::vector<std::filesystem::path>& files) {
   std::string out;
   for (const auto& f : files) out += (out.empty() ? "" : ", ") + f.string();
   return out;
+}
+
+/// Perfetto protobuf traces (strata's .pftrace, or .pftrace.gz) are not read here: says so, and
+/// how to get the JSON of a session, instead of a JSON parser's error on their first bytes.
+void refuse_perfetto(const std::vector<std::filesystem::path>& files) {
+  for (const auto& f : files) {
+    const std::string name = f.filename().string();
+    if (name.ends_with(".pftrace") || name.ends_with(".pftrace.gz"))
+      throw strata::error(fmt::format(
+          "{} is a Perfetto protobuf trace; strata-report reads Chrome trace JSON "
+          "(.json, .json.gz): write the session as JSON too (STRATA_FORMAT=json, or "
+          "profiler::export_chrome_trace() / strata::write_chrome_trace(prof.data(), \"trace.json\"))",
+          f.string()));
+  }
 }
 
 /// One table over all the files `paths` name.
@@ -201,25 +222,29 @@ int convert(int argc, char** argv) {
   std::optional<std::string> dump, output;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      out(convert_usage);
+      return 0;
+    }
     if (arg == "-o" || arg == "--output") {
-      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a file name", arg)};
+      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a file name", arg), convert_usage};
       output = argv[++i];
     } else if (arg.starts_with("--output=")) {
       output = std::string(arg.substr(9));
     } else if (arg.size() > 1 && arg.front() == '-') {
-      throw usage_error{fmt::format("unknown option '{}' for convert", arg)};
+      throw usage_error{fmt::format("unknown option '{}' for convert", arg), convert_usage};
     } else if (dump) {
-      throw usage_error{"convert takes one DUMP"};
+      throw usage_error{"convert takes one DUMP", convert_usage};
     } else {
       dump = std::string(arg);
     }
   }
-  if (!dump) throw usage_error{"convert needs a DUMP"};
-  if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json"};
+  if (!dump) throw usage_error{"convert needs a DUMP", convert_usage};
+  if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json", convert_usage};
   const auto d = strata::read_crash_dump_file(*dump);
   const strata::export_result r = strata::write_chrome_trace(d->data, *output);
   fmt::print(stderr, "strata-report: wrote {} ({} records from {} threads; signal {})\n", r.path,
-             d->data.recorded(), d->data.threads.size(), d->signal);
+             d->data.recorded(), d->data.host_threads(), d->signal);
   if (const std::string m = d->missing(); !m.empty())
     fmt::print(stderr, "strata-report: the dump leaves out {}\n", m);
   return 0;
@@ -245,7 +270,11 @@ int run(const options& o) {
     }
   }
   if (!dump_tables.empty()) {
-    if (!traces.empty()) dump_tables.push_back(averages_of(strata::trace_files(traces), o));
+    if (!traces.empty()) {
+      const std::vector<std::filesystem::path> files = strata::trace_files(traces);
+      refuse_perfetto(files);
+      dump_tables.push_back(averages_of(files, o));
+    }
     const strata::averages avg = strata::merge_averages(dump_tables);
     if (avg.rows.empty())
       fmt::print(stderr, "strata-report: the crash dump holds no op events\n");
@@ -254,9 +283,11 @@ int run(const options& o) {
     return 0;
   }
   const std::vector<std::filesystem::path> files = strata::trace_files(o.traces);
+  refuse_perfetto(files);
 
   if (o.compare_with) {
     const std::vector<std::filesystem::path> other = strata::trace_files(std::vector{std::filesystem::path(*o.compare_with)});
+    refuse_perfetto(other);
     const strata::comparison diff = strata::compare(averages_of(files, o), averages_of(other, o));
     if (o.format == "csv") {
       out(diff.to_csv());
@@ -316,7 +347,7 @@ int main(int argc, char** argv) {
       if (argc > 1 && std::string_view(argv[1]) == "convert") return convert(argc, argv);
       o = parse(argc, argv);
     } catch (const usage_error& e) {
-      fmt::print(stderr, "strata-report: {}\n{}", e.message, usage);
+      fmt::print(stderr, "strata-report: {}\n{}", e.message, e.usage_text);
       return 2;
     }
     if (o.help) {

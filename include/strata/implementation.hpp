@@ -1,7 +1,9 @@
 // strata/implementation.hpp: strata's implementation: the registry of thread buffers, sessions,
 // exporters, key_averages tables, the C API, and the cold paths the instrumentation header
 // calls. Compile it into exactly one C++ file of a program, by defining STRATA_IMPLEMENTATION
-// before including <strata/profiler.hpp> or <strata/strata.h> (or by including this header):
+// before including <strata/strata.hpp>, <strata/profiler.hpp> or <strata/strata.h> (or by
+// including this header); the order of that define and those includes does not matter as long
+// as one of them follows the define:
 //
 //   #define STRATA_IMPLEMENTATION
 //   #include <strata/profiler.hpp>
@@ -22,6 +24,12 @@
 #else  // the rest of the file: nothing more is compiled below C++20, so the error above is the only one
 
 #include "strata/core/config.hpp"
+#include "strata/core/link_check.h"
+
+// The one strong definition of the program (strata/core/link_check.h): a second file that
+// compiles the implementation makes the linker name this symbol first, and a program with none
+// names it among its undefined references. Defined before anything else, so it comes first.
+extern "C" void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file() {}
 
 #if STRATA_ENABLED
 

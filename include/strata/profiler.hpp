@@ -30,7 +30,10 @@
 #include "strata/core/profiler_config.hpp"
 #include "strata/core/schedule.hpp"
 #include "strata/export/export_result.hpp"
-#include "strata/strata.hpp"
+// The macros, as strata/strata.hpp gives them; not strata.hpp itself, which would compile the
+// implementation (STRATA_IMPLEMENTATION) before this header's declarations are complete.
+#include "strata/core/macros.hpp"
+#include "strata/core/link_check.h"
 
 namespace strata {
 inline namespace v1 {
@@ -45,7 +48,12 @@ struct profiler_access;
 struct profiler_stats {
   std::uint64_t recorded = 0;  ///< records captured (collected or waiting in buffers)
   std::uint64_t dropped = 0;   ///< records lost to full buffers (dropped or overwritten)
-  std::uint64_t threads = 0;   ///< threads that recorded at least once
+  /// Threads of the program that recorded at least once (device and steps tracks are not
+  /// threads: see `tracks`).
+  std::uint64_t threads = 0;
+  /// Every track of the trace: the threads, a steps track per thread that called `step()`
+  /// under a schedule, and one track per engine or DMA queue of each captured device core.
+  std::uint64_t tracks = 0;
   /// Lossless sessions: records that went through the spill file (past `memory_limit`).
   std::uint64_t spilled = 0;
   std::uint64_t spill_bytes = 0;   ///< the spill file's size

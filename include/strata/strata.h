@@ -220,6 +220,10 @@ static inline int strata_table(char* buf, size_t size, const char* sort_by, int 
 } /* extern "C" */
 #endif
 
+#if !defined(STRATA_ENABLED) || STRATA_ENABLED
+#include "strata/core/link_check.h" /* names STRATA_IMPLEMENTATION when the linker misses it */
+#endif
+
 #if defined(STRATA_IMPLEMENTATION)
 #if !defined(__cplusplus)
 #error "define STRATA_IMPLEMENTATION in a C++ file: strata's implementation is C++20"

@@ -17,3 +17,8 @@
 #pragma once
 
 #include "strata/core/macros.hpp"
+
+// The one file that defines STRATA_IMPLEMENTATION may include this header alone.
+#if defined(STRATA_IMPLEMENTATION)
+#include "strata/implementation.hpp"
+#endif

@@ -289,6 +289,15 @@ TEST_CASE("table: row_limit, empty input, lost records") {
   }
   SUBCASE("no rows: the empty string, as torch") {
     CHECK(strata::averages{}.table().empty());
+    CHECK(strata::averages{}.table({.sort_by = "count"}).empty());
+  }
+  SUBCASE("no rows: an unknown sort key is still an error, naming the known ones") {
+    CHECK_THROWS_WITH_AS(strata::averages{}.table({.sort_by = "flops"}),
+                         doctest::Contains("unknown sort_by key 'flops': use self_cpu_time_total"),
+                         strata::error);
+    CHECK_THROWS_AS(strata::averages{}.sorted("flops"), strata::error);
+    CHECK_THROWS_AS(strata::check_sort_key("flops"), strata::error);
+    CHECK_NOTHROW(strata::check_sort_key("self_neuron_time_total"));
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/core/device_track.hpp"
@@ -137,5 +138,33 @@ TEST_CASE("max_events_per_core bounds each core's records; the rest are counted 
     prof.start();
     CHECK(strata::append_device_records(track(0, 0, "Tensor"), device_records(5, static_cast<std::uint64_t>(strata::clock::steady_ns()))) == 5);
     prof.stop();
+  }
+}
+
+TEST_CASE("stats: threads counts the program's threads that recorded, tracks every track") {
+  strata_test::temp_dir dir;
+  strata::profiler prof(strata_test::config_in(dir));
+  prof.start();
+  const auto t0 = static_cast<std::uint64_t>(strata::clock::steady_ns());
+  { STRATA_SCOPE("host work"); }
+  std::thread worker([] { STRATA_SCOPE("worker work"); });
+  worker.join();
+  std::thread idle([] {});  // never records: no thread of the trace
+  idle.join();
+  for (std::uint32_t engine = 0; engine < 4; ++engine)
+    CHECK(strata::append_device_records(track(0, engine, "engine"), device_records(2, t0)) == 2);
+  SUBCASE("while recording") {
+    const strata::profiler_stats s = prof.stats();
+    CHECK(s.threads == 2);
+    CHECK(s.tracks == 2 + 4);  // the device tracks are tracks, not threads
+    prof.stop();
+  }
+  SUBCASE("collected") {
+    prof.stop();
+    const strata::profiler_stats s = prof.stats();
+    CHECK(s.threads == 2);
+    CHECK(s.tracks == prof.data().threads.size());
+    CHECK(s.tracks == 2 + 4);
+    CHECK(prof.data().host_threads() == 2);
   }
 }

@@ -108,7 +108,8 @@ TEST_CASE("on-demand: refused while another profiler records; invalid requests")
   CHECK(r.outcome == strata::capture_outcome::invalid);
   CHECK(r.message.find("schedule") != std::string::npos);
   strata::profiler_config bad = config;
-  bad.buffer_capacity = 1000;
+  bad.overflow = strata::overflow_policy::overwrite_oldest;
+  bad.buffer_capacity = 1000;  // a flight recorder's rings are a power of two
   CHECK(strata::request_capture({.steps = 2, .config = bad}).outcome ==
         strata::capture_outcome::invalid);
   CHECK_FALSE(strata::ondemand_state().running);

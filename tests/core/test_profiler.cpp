@@ -36,7 +36,8 @@ TEST_CASE("each configuration error is a strata::error naming the field") {
     return s.find(part) != std::string::npos;
   };
 
-  SUBCASE("buffer_capacity") {
+  SUBCASE("buffer_capacity, of a flight recorder") {
+    config.overflow = strata::overflow_policy::overwrite_oldest;
     SUBCASE("zero") {
       config.buffer_capacity = 0;
       const std::string m = config_error(config);
@@ -106,7 +107,15 @@ TEST_CASE("each configuration error is a strata::error naming the field") {
 TEST_CASE("valid configurations are accepted") {
   strata_test::temp_dir dir("valid");
   auto config = strata_test::config_in(dir);
-  SUBCASE("the smallest and largest buffers") {
+  SUBCASE("a lossless session does not use buffer_capacity, so any value is accepted") {
+    REQUIRE(config.overflow == strata::overflow_policy::drop_newest);
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{1000}, strata::max_buffer_capacity * 2}) {
+      config.buffer_capacity = capacity;
+      CHECK(config_error(config) == "<no error>");
+    }
+  }
+  SUBCASE("the smallest and largest buffers of a flight recorder") {
+    config.overflow = strata::overflow_policy::overwrite_oldest;
     config.buffer_capacity = 2;
     CHECK(config_error(config) == "<no error>");
     config.buffer_capacity = strata::max_buffer_capacity;  // allocated only when a thread records

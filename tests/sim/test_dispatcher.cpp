@@ -183,6 +183,12 @@ TEST_CASE("eager ops compile once per op and shapes") {
   CHECK(count_named(prof.data(), "nrt::compile") == 4);
   CHECK(count_named(prof.data(), "aten::exp") == 3);
   CHECK(count_named(prof.data(), "aten::mul") == 2);
+  // The kernels read as kernels: op, "kernel", the input shapes (and a baked-in scalar), never
+  // as the op with torch's Input Shapes brackets.
+  CHECK(count_named(prof.data(), "aten::exp kernel 128x64") == 2);
+  CHECK(count_named(prof.data(), "aten::exp kernel 256x64") == 1);
+  CHECK(count_named(prof.data(), "aten::mul kernel 128x64 scalar 2") == 1);
+  CHECK(count_named(prof.data(), "aten::mul kernel 128x64 scalar 3") == 1);
 }
 
 TEST_CASE("custom kernels dispatch like aten ops") {
@@ -332,7 +338,7 @@ TEST_CASE("key_averages: an op's Self NEURON is its kernel's simulated duration"
       CHECK(row.self_device_ns == expected_ns);
       CHECK(row.device_total_ns == expected_ns);
     }
-    if (row.name == "aten::exp[128x64]" && row.is_device) {  // the kernel itself
+    if (row.name == "aten::exp kernel 128x64" && row.is_device) {  // the kernel itself
       kernel_row = true;
       CHECK(row.self_device_ns == expected_ns);
     }

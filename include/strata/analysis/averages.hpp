@@ -48,6 +48,11 @@ struct table_options {
   std::string_view header = {};           ///< printed above the table between `=` lines
 };
 
+/// Throws `strata::error` naming the known keys unless `sort_by` is one `table_options::sort_by`
+/// takes (torch's keys: self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total,
+/// device_time_total, device_time, count; cuda, xpu, privateuse1 and neuron mean device).
+void check_sort_key(std::string_view sort_by);
+
 /// Options of `key_averages()`.
 struct key_averages_options {
   bool group_by_input_shape = false;
@@ -95,9 +100,10 @@ struct averages {
   }
 
   /// The rows stably sorted by a torch sort key, largest first; empty key: first-seen order.
+  /// An unknown key throws `strata::error` naming the known ones, rows or none.
   std::vector<average_row> sorted(std::string_view sort_by) const;
 
-  /// The torch.profiler text table: "" when there are no rows.
+  /// The torch.profiler text table: "" when there are no rows (a bad `sort_by` still throws).
   std::string table(const table_options& opt = {}) const;
 
   /// One header line, then one line per row in first-seen order; times are nanoseconds

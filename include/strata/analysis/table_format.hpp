@@ -43,22 +43,39 @@ inline std::string format_share(std::int64_t part, std::int64_t total) {
   return fmt::format("{:.2f}%", static_cast<double>(part) * 100.0 / static_cast<double>(total));
 }
 
-/// Rewrites torch's device aliases ("cuda", "xpu", "privateuse1") and "neuron" to "device",
-/// then returns the row's value for that key; throws on an unknown key.
-inline double sort_value(const average_row& r, std::string key) {
+/// A column `averages::sorted` can sort by.
+enum class sort_column { self_cpu_total, cpu_total, cpu_avg, self_device_total, device_total, device_avg, count };
+
+/// The column of a `sort_by` key: torch's keys, with its device aliases ("cuda", "xpu",
+/// "privateuse1") and "neuron" read as "device"; throws on any other key, naming the known ones.
+inline sort_column sort_column_of(std::string_view sort_by) {
+  std::string key(sort_by);
   for (std::string_view alias : {"cuda", "xpu", "privateuse1", "neuron"})
     for (auto at = key.find(alias); at != std::string::npos; at = key.find(alias))
       key.replace(at, alias.size(), "device");
-  if (key == "self_cpu_time_total") return static_cast<double>(r.self_cpu_ns);
-  if (key == "cpu_time_total") return static_cast<double>(r.cpu_total_ns);
-  if (key == "cpu_time") return r.cpu_avg_ns();
-  if (key == "self_device_time_total") return static_cast<double>(r.self_device_ns);
-  if (key == "device_time_total") return static_cast<double>(r.device_total_ns);
-  if (key == "device_time") return r.device_avg_ns();
-  if (key == "count") return static_cast<double>(r.count);
-  throw error("unknown sort_by key '" + key +
+  if (key == "self_cpu_time_total") return sort_column::self_cpu_total;
+  if (key == "cpu_time_total") return sort_column::cpu_total;
+  if (key == "cpu_time") return sort_column::cpu_avg;
+  if (key == "self_device_time_total") return sort_column::self_device_total;
+  if (key == "device_time_total") return sort_column::device_total;
+  if (key == "device_time") return sort_column::device_avg;
+  if (key == "count") return sort_column::count;
+  throw error("unknown sort_by key '" + std::string(sort_by) +
               "': use self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total, "
               "device_time_total, device_time or count");
+}
+
+inline double sort_value(const average_row& r, sort_column c) {
+  switch (c) {
+    case sort_column::self_cpu_total: return static_cast<double>(r.self_cpu_ns);
+    case sort_column::cpu_total: return static_cast<double>(r.cpu_total_ns);
+    case sort_column::cpu_avg: return r.cpu_avg_ns();
+    case sort_column::self_device_total: return static_cast<double>(r.self_device_ns);
+    case sort_column::device_total: return static_cast<double>(r.device_total_ns);
+    case sort_column::device_avg: return r.device_avg_ns();
+    case sort_column::count: return static_cast<double>(r.count);
+  }
+  return 0.0;
 }
 
 /// Appends `cells`, each right-aligned in its width and followed by two spaces (torch's

@@ -110,6 +110,14 @@ struct trace_data {
     for (const auto& t : threads) n += t.lost;
     return n;
   }
+  /// Threads of the traced process that recorded (or lost) at least one record: neither the
+  /// device tracks (one per engine of each captured core) nor the steps tracks count.
+  std::uint64_t host_threads() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads)
+      if (t.pid == 0 && !t.steps && t.record_count() + t.lost != 0) ++n;
+    return n;
+  }
 };
 
 }  // namespace v1

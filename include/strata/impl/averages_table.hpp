@@ -18,11 +18,11 @@ namespace strata {
 inline namespace v1 {
 
 std::vector<average_row> averages::sorted(std::string_view sort_by) const {
+  if (sort_by.empty()) return rows;
+  const detail::sort_column column = detail::sort_column_of(sort_by);  // throws on a bad key
   std::vector<average_row> out = rows;
-  if (sort_by.empty()) return out;
-  const std::string key(sort_by);
   std::vector<std::pair<double, std::size_t>> keyed;
-  for (std::size_t i = 0; i < out.size(); ++i) keyed.emplace_back(detail::sort_value(out[i], key), i);
+  for (std::size_t i = 0; i < out.size(); ++i) keyed.emplace_back(detail::sort_value(out[i], column), i);
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<average_row> result;
@@ -31,7 +31,11 @@ std::vector<average_row> averages::sorted(std::string_view sort_by) const {
   return result;
 }
 
+void check_sort_key(std::string_view sort_by) { static_cast<void>(detail::sort_column_of(sort_by)); }
+
 std::string averages::table(const table_options& opt) const {
+  // A bad key is an error even when there is nothing to sort, so it is never found late.
+  const std::vector<average_row> in_order = sorted(opt.sort_by);
   if (rows.empty()) return {};
   const bool device = has_device_time();
   const bool shapes = has_input_shapes();
@@ -80,7 +84,7 @@ std::string averages::table(const table_options& opt) const {
   detail::append_separator(out, widths);
 
   int printed = 0;
-  for (const auto& r : sorted(opt.sort_by)) {
+  for (const auto& r : in_order) {
     if (opt.row_limit >= 0 && printed == opt.row_limit) break;
     if (opt.top_level_events_only && !r.top_level) continue;
     ++printed;

@@ -316,7 +316,7 @@ class ondemand_service {
         char counts[160];
         std::snprintf(counts, sizeof counts, " (%llu records from %llu threads, %llu lost)",
                       static_cast<unsigned long long>(ended->recorded()),
-                      static_cast<unsigned long long>(ended->threads.size()),
+                      static_cast<unsigned long long>(ended->host_threads()),
                       static_cast<unsigned long long>(ended->lost()));
         line = "strata: on-demand capture of " + what +
                (partial && by_steps ? " (partial: the program exited first)" : "") + " written to " +

@@ -255,12 +255,15 @@ class window_writer {
 
 struct profiler::session {
   session(profiler& owner, profiler_config config) : owner_(owner), config_(std::move(config)) {
-    // The limit comes first: std::bit_ceil of a value above 2^63 (a wrapped -1, say) is undefined.
-    if (config_.buffer_capacity > max_buffer_capacity)
+    // Only a flight recorder sizes its rings by buffer_capacity; a lossless session ignores it,
+    // as its documentation says. The limit comes first: std::bit_ceil of a value above 2^63 (a
+    // wrapped -1, say) is undefined.
+    const bool rings = config_.overflow == overflow_policy::overwrite_oldest;
+    if (rings && config_.buffer_capacity > max_buffer_capacity)
       throw error("profiler_config::buffer_capacity " + std::to_string(config_.buffer_capacity) +
                   " exceeds the limit of " + std::to_string(max_buffer_capacity) +
                   " records per thread; lower it");
-    if (!detail::is_power_of_two(config_.buffer_capacity) || config_.buffer_capacity < 2)
+    if (rings && (!detail::is_power_of_two(config_.buffer_capacity) || config_.buffer_capacity < 2))
       throw error("profiler_config::buffer_capacity must be a power of two of at least 2 "
                   "records per thread; got " + std::to_string(config_.buffer_capacity) +
                   (config_.buffer_capacity > 2 ? " (try " + std::to_string(std::bit_ceil(config_.buffer_capacity)) + ")" : ""));
@@ -435,10 +438,11 @@ struct profiler::session {
     profiler_stats s;
     if (recording_) {
       auto& reg = detail::registry::instance();
-      reg.for_each_buffer([&](detail::thread_buffer& b, const detail::thread_info&) {
+      reg.for_each_buffer([&](detail::thread_buffer& b, const detail::thread_info& info) {
         s.recorded += b.recorded();
         s.dropped += b.lost_so_far();
-        ++s.threads;
+        ++s.tracks;
+        if (info.pid == 0 && !info.steps_of && b.recorded() + b.lost_so_far() != 0) ++s.threads;
       });
       if (auto store = reg.store()) {
         const detail::block_store_stats m = store->stats();
@@ -453,7 +457,8 @@ struct profiler::session {
     const trace_data& d = collected();
     s.recorded = d.recorded();
     s.dropped = d.lost();
-    s.threads = d.threads.size();
+    s.threads = d.host_threads();
+    s.tracks = d.threads.size();
     s.spilled = d.spilled;
     s.spill_bytes = d.spill_bytes;
     s.peak_memory = d.peak_memory;

@@ -97,6 +97,16 @@ inline std::string shapes_text(std::span<const shape2> shapes) {
   return out + "]";
 }
 
+/// The name of the program that runs op `op` on inputs `shapes`: its Kernel-track record and its
+/// key_averages row, e.g. "aten::sub kernel 512x1024,512x1". It reads as a kernel, never as
+/// torch's group-by-input-shape row of the op ("aten::sub" with Input Shapes [[512, 1024], ...]).
+inline std::string kernel_name(std::string_view op, std::span<const shape2> shapes) {
+  std::string out = fmt::format("{} kernel ", op);
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    out += fmt::format("{}{}x{}", i == 0 ? "" : ",", shapes[i].rows, shapes[i].cols);
+  return out;
+}
+
 /// Whether input node `i` is the right operand of a matmul (loaded whole, not per row block).
 inline bool is_weight(const graph_state& g, std::size_t i) {
   return std::any_of(g.nodes.begin(), g.nodes.end(),

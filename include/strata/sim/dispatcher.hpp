@@ -176,8 +176,12 @@ class dispatcher {
     scope op = detail::op_scope(e.where, shapes, scalar, id);
     tensor out = tensor::zeros(dev, out_shape, e.name);
     std::string key = e.name + detail::shapes_text(shapes);
-    if (scalar) key += fmt::format("{{{}}}", *scalar);
-    program_ptr p = dev.rt->load(key, key, std::move(body), shapes, {out_shape});
+    std::string name = detail::kernel_name(e.name, shapes);
+    if (scalar) {
+      key += fmt::format("{{{}}}", *scalar);
+      name += fmt::format(" scalar {}", *scalar);
+    }
+    program_ptr p = dev.rt->load(key, std::move(name), std::move(body), shapes, {out_shape});
     dev.rt->submit(dev.core, p, std::move(in), {out.storage()}, id);
     dispatches_.fetch_add(1, std::memory_order_relaxed);
     return out;

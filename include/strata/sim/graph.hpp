@@ -134,7 +134,7 @@ class graph {
     c.g_ = frozen;
     c.where_ = dispatcher::instance().op(fmt::format("CompiledGraph[{}]", frozen->name)).where;
     const std::string key = fmt::format("CompiledGraph[{}]{{{}}}", frozen->name, describe());
-    c.prog_ = dev.rt->load(key, fmt::format("CompiledGraph[{}]{}", frozen->name, detail::shapes_text(in)),
+    c.prog_ = dev.rt->load(key, detail::kernel_name(fmt::format("CompiledGraph[{}]", frozen->name), in),
                            [frozen](kernel& k, std::span<const hbm_tensor> i, std::span<const hbm_tensor> o) {
                              detail::emit_fused(k, *frozen, i, o);
                            },
