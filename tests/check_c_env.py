@@ -124,7 +124,7 @@ def profile(child, tmp):
         expect(x_names(path) == ["aten::mm"] * 3, f"profile layers: events {x_names(path)}")
     # The program's own session cannot start while the environment's records: it says why.
     r = run(child, {"STRATA_PROFILE": "1", "STRATA_OUTPUT_DIR": out}, ["start " + out, "quit"], tmp)
-    expect(r.stdout == "start 2\n" and "STRATA_PROFILE=1 records this whole run" in r.stderr,
+    expect(r.stdout == "start 1\n" and "already running: STRATA_PROFILE=1 records this whole run" in r.stderr,
            f"profile: strata_start under STRATA_PROFILE=1: {r.stdout!r} {r.stderr!r}")
 
 

@@ -94,10 +94,17 @@ inline export_result export_perfetto(const profiler& p, const std::string& path)
 inline bool another_session_records() noexcept { return active_profiler.load() != nullptr; }
 
 inline int refuse_running(const char* call) {
-  std::fprintf(stderr,
-               "%s: another strata session is recording (a C++ strata::profiler, STRATA_PROFILE=1 "
-               "or an on-demand capture); stop it first: one session records at a time\n",
-               call);
+  const profiler* running = active_profiler.load();
+  if (running != nullptr && running == environment_profiler.load())
+    std::fprintf(stderr,
+                 "%s: already running: STRATA_PROFILE=1 records this whole run (one session "
+                 "records at a time); unset STRATA_PROFILE to run the program's own session\n",
+                 call);
+  else
+    std::fprintf(stderr,
+                 "%s: already running: another strata session records (a C++ strata::profiler "
+                 "or an on-demand capture); stop it first: one session records at a time\n",
+                 call);
   return STRATA_ERROR_RUNNING;
 }
 
