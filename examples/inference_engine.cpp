@@ -9,8 +9,10 @@
 // them, and the loop never waits for it. Like every program that compiles strata's
 // implementation, it reads the STRATA_* environment when it starts: with STRATA_ONDEMAND=1 as
 // well, kill -USR2 <pid> asks for a capture from outside once the admin's is written
-// (docs/production.md). STRATA_PROFILE=1 records the whole run instead: without --ondemand the
-// example's own schedule then stands aside (one profiler records at a time), and says so.
+// (docs/production.md). STRATA_PROFILE=1 records the whole run instead. Without --ondemand, either
+// variable makes the example's own schedule stand aside (one profiler records at a time), and
+// it says so: `STRATA_ONDEMAND=1 inference_engine --steps 1000 &` then `kill -USR2 <pid>` is the
+// README's server command.
 //
 //   inference_engine [OUTPUT_DIR] [--steps N] [--workers N] [--tokens N] [--gen trn1|trn2]
 //                    [--ondemand N]
@@ -148,10 +150,15 @@ std::vector<float> serve(const sim::device& dev, const block_weights& w, const s
 
 }  // namespace
 
-// Whether STRATA_PROFILE=1 asks strata to record this whole run itself.
-bool environment_records() {
-  const char* v = std::getenv("STRATA_PROFILE");
-  return v != nullptr && std::string_view(v) == "1";
+// Whether the environment asks strata to capture this run itself: STRATA_PROFILE=1 (the whole
+// run, written at exit) or STRATA_ONDEMAND=1 (what a signal asks for). The example's own
+// schedule then stands aside, as one profiler records at a time.
+bool environment_captures() {
+  for (const char* name : {"STRATA_PROFILE", "STRATA_ONDEMAND"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && std::string_view(v) == "1") return true;
+  }
+  return false;
 }
 
 int main(int argc, char** argv) {
@@ -175,10 +182,8 @@ int main(int argc, char** argv) {
         fmt::print("admin: {}\n", r.message);
       });
       admin.join();
-    } else if (environment_records()) {
-      // STRATA_PROFILE=1 records this whole run (one profiler at a time): the example's own
-      // schedule stands aside, and the trace of the run is written at exit.
-      std::fprintf(stderr, "inference_engine: STRATA_PROFILE=1 records the whole run; the "
+    } else if (environment_captures()) {
+      std::fprintf(stderr, "inference_engine: the STRATA_* environment captures this run; the "
                            "example's schedule is off\n");
     } else {
       prof.start();
@@ -221,7 +226,7 @@ int main(int argc, char** argv) {
       fmt::print("on-demand capture: {}\n", s.written > 0 ? s.last_file : s.last_error);
       return s.written > 0 ? 0 : 1;
     }
-    if (environment_records()) return 0;  // the environment's capture writes at exit
+    if (environment_captures()) return 0;  // the environment's captures write their own files
     for (const auto& f : prof.trace_files()) fmt::print("trace: {}\n", f);
     fmt::print("\nlast window, key_averages grouped by input shape:\n{}\n",
                prof.key_averages({.group_by_input_shape = true})
