@@ -190,8 +190,9 @@ STRATA_NOINLINE inline const site* site_of_slow(layer l, record_kind k, const ch
       return s;
     }
   }
-  // Only a name interned under its own text may skip the text check (the cold path falls back
-  // to a placeholder when strata's implementation is not installed yet).
+  // Only a name interned under its own text may skip the text check: before strata's
+  // implementation is installed, the cold path hands back a site with a stand-in name, which
+  // must be looked up again later.
   const bool fixed = std::strcmp(s->name, name) == 0 && in_read_only_segment(name);
   insert(first_set(h), second_set(h), {key | (fixed ? name_cache::read_only : 0), s});
   return s;
