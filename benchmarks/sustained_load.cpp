@@ -198,10 +198,10 @@ int main(int argc, char** argv) {
   std::printf("records kept    %llu\n", static_cast<unsigned long long>(s.recorded));
   std::printf("records lost    %llu\n", static_cast<unsigned long long>(s.dropped));
   std::printf("spilled         %llu records, %.1f MiB file; %llu waits at the limit\n",
-              static_cast<unsigned long long>(s.spilled), static_cast<double>(s.spill_bytes) / 1048576.0,
-              static_cast<unsigned long long>(s.memory_waits));
-  if (!s.spill_error.empty()) std::printf("spill error     %s\n", s.spill_error.c_str());
-  std::printf("blocks peak     %.1f MiB\n", static_cast<double>(s.peak_memory) / 1048576.0);
+              static_cast<unsigned long long>(s.memory.spilled), static_cast<double>(s.memory.spill_bytes) / 1048576.0,
+              static_cast<unsigned long long>(s.memory.waits));
+  if (!s.memory.spill_error.empty()) std::printf("spill error     %s\n", s.memory.spill_error.c_str());
+  std::printf("blocks peak     %.1f MiB\n", static_cast<double>(s.memory.peak) / 1048576.0);
   std::printf("VmRSS MiB       before %.1f, per second:", rss_before);
   for (double r : rss_samples) std::printf(" %.0f", r);
   std::printf("\n");

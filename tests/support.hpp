@@ -21,7 +21,7 @@
 #include "strata/core/intern.hpp"
 #include "strata/core/layer_name.hpp"
 #include "strata/core/session.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
 

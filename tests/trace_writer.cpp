@@ -347,7 +347,7 @@ int spilled(const std::filesystem::path& dir) {
     }
   }
   prof.stop();
-  if (prof.stats().spilled == 0) throw std::runtime_error("the spilled session spilled nothing");
+  if (prof.stats().memory.spilled == 0) throw std::runtime_error("the spilled session spilled nothing");
   export_traces(prof, dir);
   std::string values = "[";
   for (int i = 0; i < ops; ++i) values += (i == 0 ? "" : ",") + std::to_string(i);

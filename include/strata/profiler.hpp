@@ -54,14 +54,10 @@ struct profiler_stats {
   /// Every track of the trace: the threads, a steps track per thread that called `step()`
   /// under a schedule, and one track per engine or DMA queue of each captured device core.
   std::uint64_t tracks = 0;
-  /// Lossless sessions: records that went through the spill file (past `memory_limit`).
-  std::uint64_t spilled = 0;
-  std::uint64_t spill_bytes = 0;   ///< the spill file's size
-  std::uint64_t peak_memory = 0;   ///< most bytes of record blocks held at once
-  /// Times a recording thread waited for the spill writer at the memory limit.
-  std::uint64_t memory_waits = 0;
-  /// Why spilling stopped (a failed write: disk full, directory removed); empty if it did not.
-  std::string spill_error;
+  /// A lossless session's memory: its limit, records that went through the spill file, the
+  /// most bytes of blocks held at once, times a thread waited for the spill writer at the
+  /// limit, and why spilling stopped (a failed write: disk full, directory removed), if it did.
+  session_memory memory;
   /// strata's implementation was compiled with STRATA_ENABLED=0: nothing is ever recorded.
   bool compiled_out = false;
 };

@@ -101,9 +101,9 @@ typedef struct strata_config {
   /** Bytes of records held in memory before further ones are spilled to a file in the output's
    *  directory; at least 65536. 0: 256 MiB. */
   size_t memory_limit;
-  /** Non-zero: a flight recorder, each thread keeping its newest records in a ring of
-   *  `flight_recorder` records (a power of two, at least 2; 32 bytes each; it holds
-   *  `flight_recorder - 1`) in constant memory. 0: a lossless session. */
+  /** Non-zero: a flight recorder, each thread keeping exactly its newest `flight_recorder`
+   *  records (a power of two, at least 2; 32 bytes each, in 64 KiB blocks) in constant memory.
+   *  0: a lossless session. */
   size_t flight_recorder;
 } strata_config;
 

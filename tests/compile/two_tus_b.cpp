@@ -1,5 +1,5 @@
 // Second of two translation units that include all of strata; test_two_tus.cpp links them.
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/strata.hpp"
 #include "two_tus.hpp"
 

@@ -344,10 +344,10 @@ TEST_CASE("C API: a flight recorder keeps each thread's newest records") {
   }
   REQUIRE(strata_stop_and_export() == STRATA_OK);
   const strata::thread_track& t = this_thread_track();
-  // A ring of 4 keeps the newest 3 (one slot stays free, as for a C++ flight recorder).
-  REQUIRE(t.records.size() == 3);
-  for (int i = 7; i < 10; ++i) CHECK(strata_test::named(t, "r" + std::to_string(i)).size() == 1);
-  CHECK(strata::detail::c_api::c_session()->stats().dropped == 7);
+  // A flight recorder of 4 keeps exactly the newest 4, as a C++ one does.
+  REQUIRE(t.records.size() == 4);
+  for (int i = 6; i < 10; ++i) CHECK(strata_test::named(t, "r" + std::to_string(i)).size() == 1);
+  CHECK(strata::detail::c_api::c_session()->stats().dropped == 6);
 }
 
 TEST_CASE("C API: each error code says what happened") {

@@ -24,7 +24,7 @@
 #include "strata/core/macros.hpp"
 #include "strata/core/record_block.hpp"
 #include "strata/core/record_order.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/core/trace_data.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
@@ -84,9 +84,9 @@ TEST_CASE("spill off: records past the memory limit are dropped, newest first, a
   const auto s = prof.stats();
   CHECK(s.recorded == static_cast<std::uint64_t>(3 * block_records));
   CHECK(s.dropped == static_cast<std::uint64_t>(n - 3 * block_records));
-  CHECK(s.spilled == 0);
-  CHECK(s.spill_error.empty());
-  CHECK(s.peak_memory <= 3 * strata::detail::block_bytes);
+  CHECK(s.memory.spilled == 0);
+  CHECK(s.memory.spill_error.empty());
+  CHECK(s.memory.peak <= 3 * strata::detail::block_bytes);
 }
 
 TEST_CASE("spill on: a paused writer fills memory to the limit, then the thread waits and spills") {
@@ -104,11 +104,11 @@ TEST_CASE("spill on: a paused writer fills memory to the limit, then the thread 
   });
   // The first 3 blocks fill without the writer; the next record needs a fourth, and the thread
   // waits for the writer at the limit. Waits for that state, not for a duration.
-  while (prof.stats().memory_waits == 0) std::this_thread::yield();
+  while (prof.stats().memory.waits == 0) std::this_thread::yield();
   CHECK(made.load() == 3 * block_records);
   strata::profiler_stats at_limit = prof.stats();
   CHECK(at_limit.recorded == static_cast<std::uint64_t>(3 * block_records));
-  CHECK(at_limit.spilled == 0);
+  CHECK(at_limit.memory.spilled == 0);
   CHECK(at_limit.dropped == 0);
   pause_writer(false);
   recorder.join();
@@ -116,11 +116,11 @@ TEST_CASE("spill on: a paused writer fills memory to the limit, then the thread 
   const auto s = prof.stats();
   CHECK(s.recorded == static_cast<std::uint64_t>(n));
   CHECK(s.dropped == 0);
-  CHECK(s.memory_waits == 1);
-  CHECK(s.spilled >= static_cast<std::uint64_t>(block_records));
-  CHECK(s.spilled % block_records == 0);
-  CHECK(s.spill_bytes > s.spilled * sizeof(strata::record));  // records plus headers
-  CHECK(s.peak_memory <= 4 * strata::detail::block_bytes);
+  CHECK(s.memory.waits == 1);
+  CHECK(s.memory.spilled >= static_cast<std::uint64_t>(block_records));
+  CHECK(s.memory.spilled % block_records == 0);
+  CHECK(s.memory.spill_bytes > s.memory.spilled * sizeof(strata::record));  // records plus headers
+  CHECK(s.memory.peak <= 4 * strata::detail::block_bytes);
   std::uint64_t tid = 0;
   for (const auto& t : prof.data().threads)
     if (!t.records.empty()) tid = t.tid;
@@ -147,7 +147,7 @@ TEST_CASE("spill round trip: hostile names and every record kind come back from 
   const auto s = prof.stats();
   CHECK(s.recorded == static_cast<std::uint64_t>(3 * rounds));
   CHECK(s.dropped == 0);
-  CHECK(s.spilled > 0);
+  CHECK(s.memory.spilled > 0);
   const auto* t = strata_test::track_of(prof.data(), strata_test::os_tid());
   REQUIRE(t != nullptr);
   int i_scope = 0, i_instant = 0;
@@ -197,10 +197,10 @@ TEST_CASE("a spill directory on a full file system: the documented error, and wh
     for (int i = 0; i < n; ++i) STRATA_COUNTER("sample", i);
     prof.stop();
     const auto s = prof.stats();
-    CHECK(s.spill_error.find("cannot write the spill file") != std::string::npos);
+    CHECK(s.memory.spill_error.find("cannot write the spill file") != std::string::npos);
     CHECK(s.recorded + s.dropped == static_cast<std::uint64_t>(n));
     CHECK(s.dropped > 0);
-    CHECK(s.spilled >= static_cast<std::uint64_t>(block_records));  // the block that fitted
+    CHECK(s.memory.spilled >= static_cast<std::uint64_t>(block_records));  // the block that fitted
     const auto* t = strata_test::track_of(prof.data(), strata_test::os_tid());
     REQUIRE(t != nullptr);
     // What was kept is the oldest records, none twice, none missing in between.
@@ -265,7 +265,7 @@ TEST_CASE("10,000 short-lived threads keep every record, and hold no block once 
   CHECK(s.recorded == std::uint64_t{batches} * per_batch * each);
   CHECK(s.dropped == 0);
   // An exited thread's block went back to the store: the session never held a block per thread.
-  CHECK(running.peak_memory < std::uint64_t{batches} * per_batch * strata::detail::block_bytes / 10);
+  CHECK(running.memory.peak < std::uint64_t{batches} * per_batch * strata::detail::block_bytes / 10);
   for (const auto& t : prof.data().threads) {
     CHECK(t.exited);
     CHECK(strata_test::counter_values(t, "sample") == samples_upto(0, each));
@@ -286,7 +286,7 @@ TEST_CASE("a spilled session's table reads the spill file: every record, nested 
     }
   }
   prof.stop();
-  REQUIRE(prof.stats().spilled > 0);
+  REQUIRE(prof.stats().memory.spilled > 0);
   const strata::averages a = prof.key_averages();
   const auto row = [&](std::string_view name) {
     for (const auto& r : a.rows)

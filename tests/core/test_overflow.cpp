@@ -49,36 +49,59 @@ TEST_CASE("drop_newest is lossless: buffer_capacity does not bound a session") {
   CHECK(o.stats.recorded == 20000);
   CHECK(o.stats.dropped == 0);
   CHECK(o.stats.threads == 1);
-  CHECK(o.stats.spilled == 0);  // far below the default memory limit
+  CHECK(o.stats.memory.spilled == 0);  // far below the default memory limit
 }
 
-TEST_CASE("overwrite_oldest: a full buffer keeps the newest records and counts the lost ones") {
-  // The final drain gives up the oldest slot of a full ring as possibly mid-rewrite (see
-  // test_ring_buffer.cpp), so the newest capacity - 1 survive.
-  SUBCASE("capacity 8, 20 samples: 13..19 kept, 13 lost") {
+TEST_CASE("overwrite_oldest: a flight recorder keeps exactly its newest records and counts the rest") {
+  SUBCASE("capacity 8, 20 samples: 12..19 kept, 12 lost") {
     const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 20);
-    CHECK(o.kept == values(13, 20));
-    CHECK(o.lost == 13);
-    CHECK(o.stats.recorded == 7);
-    CHECK(o.stats.dropped == 13);
+    CHECK(o.kept == values(12, 20));
+    CHECK(o.lost == 12);
+    CHECK(o.stats.recorded == 8);
+    CHECK(o.stats.dropped == 12);
+  }
+  SUBCASE("capacity 8, 8 samples: all kept") {
+    const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 8);
+    CHECK(o.kept == values(0, 8));
+    CHECK(o.lost == 0);
   }
   SUBCASE("capacity 8, 7 samples: all kept") {
     const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 7);
     CHECK(o.kept == values(0, 7));
     CHECK(o.lost == 0);
   }
+  SUBCASE("capacity 4096 (two blocks), 10,000 samples: the newest 4096") {
+    const auto o = record_samples(4096, strata::overflow_policy::overwrite_oldest, 10000);
+    CHECK(o.kept == values(10000 - 4096, 10000));
+    CHECK(o.lost == 10000 - 4096);
+  }
+  SUBCASE("capacity 8192, 100,000 samples: the newest 8192, across many laps of its blocks") {
+    const auto o = record_samples(8192, strata::overflow_policy::overwrite_oldest, 100000);
+    CHECK(o.kept == values(100000 - 8192, 100000));
+    CHECK(o.lost == 100000 - 8192);
+    CHECK(o.stats.recorded == 8192);
+  }
 }
 
-TEST_CASE("overwrite_oldest: stats() while recording drains the ring, later records still counted once") {
-  strata_test::temp_dir dir("overflow-drain");
+TEST_CASE("overwrite_oldest: stats() reads without changing what a flight recorder keeps") {
+  // A user polling stats() every 10 records of a flight recorder of 8 still gets the newest 8.
+  strata_test::temp_dir dir("overflow-poll");
   strata::profiler prof(strata_test::config_in(dir, 8, strata::overflow_policy::overwrite_oldest));
   prof.start();
-  for (int i = 0; i < 7; ++i) STRATA_COUNTER("sample", i);
-  CHECK(prof.stats().recorded == 7);  // drains the ring
-  for (int i = 7; i < 14; ++i) STRATA_COUNTER("sample", i);
+  for (int i = 0; i < 70; ++i) {
+    STRATA_COUNTER("sample", i);
+    if (i % 10 == 9) {
+      const auto s = prof.stats();
+      CHECK(s.recorded == 8);
+      CHECK(s.recorded + s.dropped == static_cast<std::uint64_t>(i + 1));
+    }
+  }
   prof.stop();
   const auto* t = strata_test::track_of(prof.data(), strata_test::os_tid());
   REQUIRE(t != nullptr);
-  CHECK(strata_test::counter_values(*t, "sample") == values(0, 14));
-  CHECK(t->lost == 0);
+  CHECK(strata_test::counter_values(*t, "sample") == values(62, 70));
+  CHECK(t->lost == 62);
+  const auto s = prof.stats();
+  CHECK(s.recorded == 8);
+  CHECK(s.dropped == 62);
 }

@@ -146,7 +146,7 @@ TEST_CASE("threads that exit are still exported") {
   CHECK(strata_test::lines_with(text, "\"tid\":" + std::to_string(exited_tid) + ",\"ts\"").size() == 15);
 }
 
-TEST_CASE("stats() drains while a thread records: every record is kept or counted") {
+TEST_CASE("stats() while a thread records: every record is kept or counted") {
   strata_test::temp_dir dir("stats-mt");
   strata::profiler prof(strata_test::config_in(dir, 128));
   constexpr int samples = 20'000;

@@ -50,7 +50,7 @@ struct crash_dump {
       add("no thread's records (the crashed thread held the registry's lock)");
     if (flags & detail::crash_dump_blocks_missing)
       add("lossless threads' records (the crashed thread held the block store's lock)");
-    if (flags & detail::crash_dump_ring_missing) add("a ring that was being wrapped");
+    if (flags & detail::crash_dump_ring_missing) add("a flight recorder whose thread was between two blocks");
     if (flags & detail::crash_dump_sites_missing || unknown_sites != 0)
       add(std::to_string(unknown_sites) + " records' names (more sites than the dump's table holds)");
     if (not_dumped != 0) add(std::to_string(not_dumped) + " records already in the spill file");

@@ -25,7 +25,7 @@
 #include "strata/core/error.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/layer_name.hpp"
-#include "strata/core/ring_buffer.hpp"
+#include "strata/core/overflow_policy.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -26,10 +26,9 @@
 
 #include "strata/args/arg_encoding.hpp"
 #include "strata/args/shape.hpp"
-#include "strata/core/cold_path.hpp"
+#include "strata/detail/record_path.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/macros.hpp"
-#include "strata/core/recording_state.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/site.hpp"
 

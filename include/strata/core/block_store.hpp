@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/core/overflow_policy.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/record_block.hpp"
 #include "strata/core/record_order.hpp"
@@ -62,19 +63,13 @@ struct block_entry {
   place where = place::memory;
 };
 
-/// What a store reports.
-struct block_store_stats {
-  std::uint64_t spilled_records = 0;
-  std::uint64_t spill_bytes = 0;
-  std::uint64_t peak_bytes = 0;   ///< most bytes of blocks allocated at once
-  std::uint64_t waits = 0;        ///< times a thread waited for the writer at the limit
-  std::string spill_error;        ///< the first failed spill write, if any
-};
-
 /// Settings of a store (from profiler_config).
 struct block_store_settings {
   std::size_t memory_limit = std::size_t{256} << 20;
   bool spill = true;
+  /// Free blocks the writer keeps ready; 0: an eighth of the limit's blocks, at most 256. (A
+  /// flight recorder's threads take their blocks once, so its store keeps one thread's ring.)
+  std::size_t reserve_blocks = 0;
   std::string spill_dir;       ///< where the spill file goes
   std::uint64_t pid = 0;
   std::uint32_t session = 0;   ///< the session's epoch, for the spill file's name
@@ -94,7 +89,8 @@ class block_store {
   explicit block_store(block_store_settings settings)
       : settings_(std::move(settings)),
         max_blocks_(std::max<std::size_t>(settings_.memory_limit / block_bytes, 1)),
-        reserve_(std::clamp<std::size_t>(max_blocks_ / 8, 1, max_reserve)) {
+        reserve_(std::clamp<std::size_t>(settings_.reserve_blocks != 0 ? settings_.reserve_blocks : max_blocks_ / 8,
+                                         1, max_reserve)) {
     // The first blocks (1 MiB at most), on the thread that starts the session: a thread's first
     // scope finds its block ready. The writer tops the reserve up from there.
     std::lock_guard lock(mutex_);
@@ -146,7 +142,8 @@ class block_store {
   std::mutex& mutex() noexcept { return mutex_; }
 
   /// A recording thread's cold path, with `lock` held on mutex(): a block for the thread that
-  /// has none now (`first`: its first in this session, always granted while memory lasts).
+  /// has none now (`first`: its first in this session, or a flight recorder's, which the limit
+  /// does not bound: always granted while memory lasts).
   /// Waits (releasing the lock) for the writer when the limit is reached and spilling works;
   /// returns nullptr when the thread must drop instead.
   record_block* take_locked(std::unique_lock<std::mutex>& lock, bool first) {
@@ -229,13 +226,15 @@ class block_store {
     return false;
   }
 
-  /// What the store did so far. Takes the lock only after a failed spill (for its message), so
-  /// a caller polling it does not hold up the recording threads' hand-offs.
-  block_store_stats stats() {
-    block_store_stats s;
-    s.spilled_records = spilled_records_.load(std::memory_order_relaxed);
+  /// What the store did with the session's memory so far. Takes the lock only after a failed
+  /// spill (for its message), so a caller polling it does not hold up the recording threads'
+  /// hand-offs.
+  session_memory stats() {
+    session_memory s;
+    s.limit = settings_.memory_limit;
+    s.spilled = spilled_records_.load(std::memory_order_relaxed);
     s.spill_bytes = spill_bytes_.load(std::memory_order_relaxed);
-    s.peak_bytes = peak_bytes_.load(std::memory_order_relaxed);
+    s.peak = peak_bytes_.load(std::memory_order_relaxed);
     s.waits = waits_.load(std::memory_order_relaxed);
     if (spill_failed_.load(std::memory_order_acquire)) {
       std::lock_guard lock(mutex_);

@@ -13,7 +13,7 @@
 
 #include "strata/core/config.hpp"
 #include "strata/core/interval.hpp"
-#include "strata/core/tick.hpp"
+#include "strata/detail/record_path.hpp"
 
 #if STRATA_DETAIL_HAS_TSC
 #include <cpuid.h>

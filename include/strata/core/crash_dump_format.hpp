@@ -26,7 +26,8 @@ enum crash_dump_flags : std::uint32_t {
   /// More distinct sites than the table prepared at session start: some records' names are
   /// unknown.
   crash_dump_sites_missing = 1u << 2,
-  /// A thread's ring could not be read consistently (its owner crashed while wrapping).
+  /// A flight recorder's position could not be read consistently (its thread crashed while
+  /// moving to its next block).
   crash_dump_ring_missing = 1u << 3,
 };
 

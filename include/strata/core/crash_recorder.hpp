@@ -37,7 +37,7 @@
 #include "strata/core/crash_dump_format.hpp"
 #include "strata/core/overflow_policy.hpp"
 #include "strata/core/record.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -317,8 +317,12 @@ class crash_recorder {
 
     std::uint64_t threads = 0;
     const registry::crash_walk walk = registry::instance().walk_for_crash(
-        [&](const thread_buffer& b, const thread_info& info, bool store_locked) {
-          put_thread(b, info, store_locked);
+        [&](const recording_thread& rt, bool store_locked) {
+          put_thread(rt, store_locked);
+          ++threads;
+        },
+        [&](const appended_track& a) {
+          put_appended(a);
           ++threads;
         },
         lock_wait_ms);
@@ -354,64 +358,63 @@ class crash_recorder {
     written_.store(true);
   }
 
-  void put_thread(const thread_buffer& b, const thread_info& info, bool store_locked) noexcept {
-    crash_dump_thread t;
-    t.tid = info.tid;
-    t.pid = info.pid;
-    t.order = info.order;
-    t.lost = b.lost_so_far();
-    if (info.exited) t.flags |= crash_dump_thread_exited;
-    if (info.timestamps_in_ns) t.flags |= crash_dump_thread_ns;
-    if (info.steps_of) {
+  // A thread section: its header, then `count` records from `emit_records(emit)`. The count is
+  // taken first, in a pass of its own; records published between the two passes are left out,
+  // and a shortfall (none expected: the counted records stay where they are) is padded with
+  // records the reader skips (a null site).
+  template <class Records>
+  void put_section(crash_dump_thread& t, const track_identity& id, std::uint64_t count,
+                   Records&& emit_records) noexcept {
+    t.tid = id.tid;
+    t.pid = id.pid;
+    t.order = id.sort_index;
+    if (id.exited) t.flags |= crash_dump_thread_exited;
+    if (id.timestamps_in_ns) t.flags |= crash_dump_thread_ns;
+    if (id.steps) {
       t.flags |= crash_dump_thread_steps;
-      t.steps_of = info.steps_of->tid;
-    }
-    // Count first: the section says how many records follow.
-    std::uint64_t count = b.steps.size() + b.drained.size();
-    const record* ring_slots = nullptr;
-    std::uint64_t head = 0, ring_count = 0;
-    const bool chain = b.chain != nullptr;
-    if (chain) {
-      if (store_locked)
-        t.not_dumped = b.chain->for_each_in_memory_locked([&](const record*, std::size_t n) { count += n; });
-    } else if (b.ring) {
-      std::uint64_t tail = 0;
-      if (b.ring->crash_view(ring_slots, head, tail)) {
-        const std::uint64_t undrained = head - tail;
-        ring_count = undrained < b.ring->capacity() ? undrained : b.ring->capacity();
-        count += ring_count;
-        t.lost += undrained - ring_count;  // overwritten since the last drain
-      } else {
-        flags_ |= crash_dump_ring_missing;
-      }
+      t.steps_of = id.steps_of;
     }
     t.records = count;
     put_value(crash_dump_thread_tag);
     put_value(t);
-    put_string(info.name.data(), info.name.size());
-    put_string(info.process_name.data(), info.process_name.size());
+    put_string(id.name.data(), id.name.size());
+    put_string(id.process_name.data(), id.process_name.size());
     std::uint64_t written = 0;
-    const auto emit = [&](const record* r, std::size_t n) {
+    emit_records([&](const record* r, std::size_t n) {
       if (written + n > count) n = static_cast<std::size_t>(count - written);  // the section's count holds
       put_records(r, n);
       written += n;
-    };
-    if (!b.steps.empty()) emit(b.steps.data(), b.steps.size());
-    b.drained.for_each_chunk(emit);
-    if (chain && store_locked) b.chain->for_each_in_memory_locked(emit);
-    if (ring_count != 0) {
-      // Oldest first: positions head - ring_count .. head - 1, in at most two runs.
-      const std::uint64_t cap = b.ring->capacity();
-      const std::uint64_t first = (head - ring_count) & (cap - 1);
-      const std::uint64_t run = ring_count < cap - first ? ring_count : cap - first;
-      emit(ring_slots + first, static_cast<std::size_t>(run));
-      emit(ring_slots, static_cast<std::size_t>(ring_count - run));
-    }
-    // Records the producer published between the count and now are left out; a shortfall
-    // (none expected: the counted records stay where they are) is padded with records the
-    // reader skips (a null site).
+    });
     const record blank{0, 0, nullptr, 0};
     for (; written < count; ++written) put_value(blank);
+  }
+
+  void put_thread(const recording_thread& rt, bool store_locked) noexcept {
+    const auto counted = rt.buffer.for_each_for_crash([](const record*, std::size_t) {}, store_locked);
+    if (!counted.complete) flags_ |= crash_dump_ring_missing;
+    crash_dump_thread t;
+    t.lost = counted.lost;
+    t.not_dumped = counted.not_dumped;
+    put_section(t, *rt.thread, counted.dumped, [&](const auto& emit) {
+      rt.buffer.for_each_for_crash(emit, store_locked);
+    });
+  }
+
+  void put_appended(const appended_track& a) noexcept {
+    crash_dump_thread t;
+    t.lost = a.lost;
+    std::uint64_t count = 0;
+    a.records.for_each_chunk([&](const record*, std::size_t n) { count += n; });
+    const auto emit_all = [&](const auto& emit) { a.records.for_each_chunk(emit); };
+    if (!a.steps_of) return put_section(t, a.id, count, emit_all);
+    // A steps track: the reader names it after its thread, as a collected session does, so its
+    // identity here has no name, and building it allocates nothing.
+    track_identity steps;
+    steps.tid = steps_track_tid(a.steps_of->tid);
+    steps.sort_index = a.steps_of->sort_index;
+    steps.steps = true;
+    steps.steps_of = a.steps_of->tid;
+    put_section(t, steps, count, emit_all);
   }
 
   void install_alt_stack() noexcept {

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "strata/core/record.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -3,10 +3,9 @@
 // the cold-path table, so this costs an including file nothing.
 #pragma once
 
-#include "strata/core/cold_path.hpp"
+#include "strata/detail/record_path.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/layer.hpp"
-#include "strata/core/recording_state.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/site.hpp"
 

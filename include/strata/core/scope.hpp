@@ -1,77 +1,23 @@
 // strata/core/scope.hpp: the RAII scope and the one-shot records (instants, counters).
 //
-// This is all the hot path there is. A scope tests its thread's gate (one thread-local word),
-// reads two timestamps, and stores one 32-byte record through the thread-local cursor when it
-// closes. With the gate closed it reads the global state word, and only when a session captures
-// its layer goes out of line (to take the thread's buffer, or to use the portable clock),
-// through the cold-path table (strata/core/cold_path.hpp). Nothing here locks, allocates,
-// copies a string or throws; and nothing here includes more than <cstdint> and <cstddef>.
+// A scope asks the record path (strata/detail/record_path.hpp) how it records when it opens,
+// reads the time, and stores one 32-byte record through the thread's cursor when it closes.
+// Nothing here locks, allocates, copies a string or throws; and nothing here includes more than
+// <cstdint> and <cstddef>.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "strata/core/cold_path.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
-#include "strata/core/recording_state.hpp"
 #include "strata/core/site.hpp"
-#include "strata/core/tick.hpp"
+#include "strata/detail/record_path.hpp"
 
 namespace strata {
 inline namespace v1 {
 namespace detail {
-
-/// How a scope records: not at all, through the fast branch (its thread's gate was open), or
-/// through the cold path (first record of the thread in the session, or the portable clock).
-enum class scope_mode : std::uint8_t { off, fast, cold };
-
-/// Cold: whether the calling thread can record `l` now, taking its buffer for the running
-/// session if it has none yet. Out of line so that a call site carries one call.
-STRATA_NOINLINE inline bool prepare_to_record(layer l) noexcept {
-  return cold().prepare_to_record(l);
-}
-
-/// Cold: whether a record of `l` can be taken through the cold path now.
-STRATA_FORCE_INLINE bool cold_path_records(layer l) noexcept {
-  return session_captures(l) && prepare_to_record(l);
-}
-
-/// Cold part of `push_record`: the cursor is at its limit, or the thread has no buffer (it
-/// exited: the record is not taken, as documented for records made after a thread's exit).
-/// Takes the record's fields as scalars so that the hot path passes them in registers instead
-/// of building the record in memory for a reference.
-STRATA_NOINLINE inline bool push_record_slow(std::uint64_t begin, std::uint64_t end,
-                                             const site* where, std::uint64_t payload) noexcept {
-  return cold().push_slow(begin, end, where, payload);
-}
-
-/// Stores a record into the calling thread's buffer, through its thread-local cursor: a
-/// compare, the slot's four stores and the new position.
-STRATA_FORCE_INLINE bool push_record(std::uint64_t begin, std::uint64_t end, const site* where,
-                                     std::uint64_t payload) noexcept {
-  record* p = tl_cursor.load_next();
-  if (p < tl_cursor.limit) [[likely]] {
-    write_slot(p, begin, end, where, payload);
-    tl_cursor.publish_next(p + 1);
-    return true;
-  }
-  return push_record_slow(begin, end, where, payload);
-}
-
-/// Cold: closes a scope opened through the cold path.
-STRATA_NOINLINE inline void close_cold(std::uint64_t begin, const site* where,
-                                       std::uint64_t payload) noexcept {
-  push_record(begin, now_ticks(), where, payload);
-}
-
-/// Cold: an instant through the cold path.
-STRATA_NOINLINE inline void emit_instant_cold(const site* where, std::uint64_t payload) noexcept {
-  if (!prepare_to_record(where->where)) return;
-  const std::uint64_t t = now_ticks();
-  push_record(t, t, where, payload);
-}
 
 /// A run-time name without <string_view>: anything with `data()` and `size()` (std::string,
 /// std::string_view, ...) or a NUL-terminated `const char*` (nullptr: the empty name).
@@ -124,13 +70,9 @@ class scope {
   STRATA_FORCE_INLINE explicit scope(const site* where, std::uint64_t payload = 0) noexcept
       : where_(where), payload_(payload) {
 #if STRATA_ENABLED
-    if (detail::gate_open(where->where)) [[likely]] {
-      begin_ = detail::fast_ticks();
-      mode_ = detail::scope_mode::fast;
-    } else if (detail::cold_path_records(where->where)) [[unlikely]] {
-      begin_ = detail::now_ticks();
-      mode_ = detail::scope_mode::cold;
-    }
+    mode_ = detail::open_mode(where->where);
+    if (mode_ != detail::record_mode::off) [[likely]]
+      begin_ = detail::ticks_for(mode_);
 #endif
   }
 
@@ -144,16 +86,12 @@ class scope {
                             std::uint64_t payload = 0) noexcept
       : payload_(payload) {
 #if STRATA_ENABLED
-    detail::scope_mode mode = detail::scope_mode::off;
-    if (detail::gate_open(l)) [[likely]]
-      mode = detail::scope_mode::fast;
-    else if (detail::cold_path_records(l)) [[unlikely]]
-      mode = detail::scope_mode::cold;
-    if (mode != detail::scope_mode::off) {
+    const detail::record_mode mode = detail::open_mode(l);
+    if (mode != detail::record_mode::off) [[likely]] {
       try {
         where_ = make_site(detail::load_state());
         if (where_ != nullptr) {
-          begin_ = mode == detail::scope_mode::fast ? detail::fast_ticks() : detail::now_ticks();
+          begin_ = detail::ticks_for(mode);
           mode_ = mode;
         }
       } catch (...) {
@@ -182,24 +120,21 @@ class scope {
 
   STRATA_FORCE_INLINE ~scope() {
 #if STRATA_ENABLED
-    if (mode_ == detail::scope_mode::fast) [[likely]]
-      detail::push_record(begin_, detail::fast_ticks(), where_, payload_);
-    else if (mode_ == detail::scope_mode::cold) [[unlikely]]
-      detail::close_cold(begin_, where_, payload_);
+    detail::close_record(mode_, begin_, where_, payload_);
 #endif
   }
 
   /// Sets the payload (correlation id) stored when the scope closes.
   void set_payload(std::uint64_t payload) noexcept { payload_ = payload; }
   /// Whether this scope will produce a record.
-  bool active() const noexcept { return mode_ != detail::scope_mode::off; }
+  bool active() const noexcept { return mode_ != detail::record_mode::off; }
 
  private:
   // Unused when STRATA_ENABLED=0, where the type stays only so that code naming it compiles.
   [[maybe_unused]] const site* where_ = nullptr;
   [[maybe_unused]] std::uint64_t payload_ = 0;
   [[maybe_unused]] std::uint64_t begin_ = 0;
-  detail::scope_mode mode_ = detail::scope_mode::off;
+  detail::record_mode mode_ = detail::record_mode::off;
 };
 
 namespace detail {
@@ -207,11 +142,10 @@ namespace detail {
 /// Records a point in time.
 STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload = 0) noexcept {
 #if STRATA_ENABLED
-  if (gate_open(where->where)) [[likely]] {
-    const std::uint64_t t = fast_ticks();
+  const record_mode mode = open_mode(where->where);
+  if (mode != record_mode::off) [[likely]] {
+    const std::uint64_t t = ticks_for(mode);
     push_record(t, t, where, payload);
-  } else if (session_captures(where->where)) [[unlikely]] {
-    emit_instant_cold(where, payload);
   }
 #else
   static_cast<void>(where);
@@ -223,12 +157,10 @@ STRATA_FORCE_INLINE void emit_instant(const site* where, std::uint64_t payload =
 template <class ValueFn>
 STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexcept {
 #if STRATA_ENABLED
-  if (gate_open(where->where)) [[likely]] {
+  const record_mode mode = open_mode(where->where);
+  if (mode != record_mode::off) [[likely]] {
     const double v = static_cast<double>(value());
-    push_record(fast_ticks(), __builtin_bit_cast(std::uint64_t, v), where, 0);
-  } else if (cold_path_records(where->where)) [[unlikely]] {
-    const double v = static_cast<double>(value());
-    push_record(now_ticks(), __builtin_bit_cast(std::uint64_t, v), where, 0);
+    push_record(ticks_for(mode), __builtin_bit_cast(std::uint64_t, v), where, 0);
   }
 #else
   static_cast<void>(where);
@@ -240,15 +172,18 @@ STRATA_FORCE_INLINE void emit_counter(const site* where, ValueFn&& value) noexce
 template <class NameFn>
 inline void emit_instant_dynamic(layer l, NameFn&& name) noexcept {
 #if STRATA_ENABLED
-  if (gate_open(l) || cold_path_records(l)) {
+  const site* where = nullptr;
+  std::uint64_t t = 0;
+  const auto make_site = [&]() noexcept -> const site* {
     try {
-      const site* where = intern_name(l, record_kind::instant, name());
-      const std::uint64_t t = now_ticks();
-      push_record(t, t, where, 0);
+      return intern_name(l, record_kind::instant, name());
     } catch (...) {
-      // The name could not be built (out of memory): not recorded.
+      return nullptr;  // the name could not be built (out of memory): not recorded
     }
-  }
+  };
+  record_mode mode;
+  open_record(l, make_site, mode, where, t);
+  if (mode != record_mode::off && where != nullptr) push_record(t, t, where, 0);
 #else
   static_cast<void>(l);
   static_cast<void>(name);
@@ -278,7 +213,7 @@ inline bool append_record(const site* where, std::uint64_t begin_ticks, std::uin
   if (where == nullptr || where->kind == record_kind::counter) return false;
   if (where->kind == record_kind::instant) end_ticks = begin_ticks;
   if (end_ticks < begin_ticks) return false;
-  if (!detail::gate_open(where->where) && !detail::cold_path_records(where->where)) return false;
+  if (detail::open_mode(where->where) == detail::record_mode::off) return false;
   return detail::push_record(begin_ticks, end_ticks, where, payload);
 #else
   static_cast<void>(where);

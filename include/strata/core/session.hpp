@@ -12,80 +12,116 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/record_order.hpp"
-#include "strata/core/ring_buffer.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 
 namespace strata {
 inline namespace v1 {
 
 namespace detail {
 
-/// A track for the buffer of `info`, with no records yet: its thread's (or device track's) ids
-/// and names; a steps track is named after its thread as the thread is named now.
-inline thread_track track_for(const thread_info& info) {
-  thread_track t;
-  t.tid = info.tid;
-  t.sort_index = info.order;
-  t.name = info.name;
-  t.exited = info.exited;
-  t.pid = info.pid;
-  t.process_name = info.process_name;
-  t.timestamps_in_ns = info.timestamps_in_ns;
-  if (info.steps_of) {
-    const thread_info& of = *info.steps_of;
-    t.steps = true;
-    t.steps_of = of.tid;
-    t.name = (of.name.empty() ? "thread " + std::to_string(of.tid) : of.name) + " steps";
-    t.exited = of.exited;
-  }
-  return t;
-}
-
-/// What a lossless session's store did with its memory, into `out`.
-inline void note_memory(trace_data& out, block_store& store) {
-  const block_store_stats s = store.stats();
-  out.spilled = s.spilled_records;
-  out.spill_bytes = s.spill_bytes;
-  out.peak_memory = s.peak_bytes;
-  out.memory_waits = s.waits;
-  if (out.spill_error.empty()) out.spill_error = s.spill_error;
-}
-
-/// Moves every thread's records of the session that just ended out of the registry into `out`
+/// Moves every track's records of the session that just ended out of the registry into `out`
 /// (whose `start_ticks` must be set), as they are: one copy of each thread's blocks, nothing
 /// sorted yet (`order_session` does that, on any thread). The registry is then free to begin
 /// the next session.
 inline void take_session(trace_data& out) {
   const std::shared_ptr<block_store> store = registry::instance().store();
   if (store) store->clear_spill_queue();
-  registry::instance().for_each_buffer([&](thread_buffer& b, const thread_info& info) {
-    thread_track t = track_for(info);
-    if (b.chain) {
-      // What was spilled stays in the spill file (the trace writers read it from there); the
-      // rest is copied out of the blocks, and the records not in order set apart as the writer
-      // did for the spilled blocks before them (record_order.hpp).
-      b.chain->take(t.spilled.extents, t.records);  // the blocks go now, not at the next record
-      if (!t.spilled.empty()) {
-        spilled_thread noted = store->take_spilled(info.order);
-        const std::size_t kept =
-            noted.order.split(t.records.data(), t.records.size(), t.records.data(), &noted.late);
-        t.records.resize(kept);
-        t.spilled.late = std::move(noted.late);
-        t.spilled.in_order = noted.in_order;
-      }
-    } else if (info.steps_of) {
-      t.records = std::move(b.steps);
-    } else {
-      t.records = b.drained.take();
-    }
-    t.lost = b.lost_so_far();
-    out.threads.push_back(std::move(t));
-  });
-  if (store) {
-    note_memory(out, *store);
+  registry::instance().visit(
+      [&](const std::shared_ptr<recording_thread>& rt) {
+        thread_track t;
+        static_cast<track_identity&>(t) = *rt->thread;
+        rt->buffer.take(t);  // the blocks go now, not at the thread's next record
+        if (!t.spilled.empty()) {
+          // What was spilled stays in the spill file (the trace writers read it from there);
+          // the rest was copied out of the blocks, and its records not in order are set apart
+          // as the writer did for the spilled blocks before them (record_order.hpp).
+          spilled_thread noted = store->take_spilled(t.sort_index);
+          const std::size_t kept =
+              noted.order.split(t.records.data(), t.records.size(), t.records.data(), &noted.late);
+          t.records.resize(kept);
+          t.spilled.late = std::move(noted.late);
+          t.spilled.in_order = noted.in_order;
+        }
+        out.threads.push_back(std::move(t));
+      },
+      [&](appended_track& a) {
+        thread_track t;
+        static_cast<track_identity&>(t) = a.identity();
+        a.records.copy_to(t.records);
+        t.lost = a.lost;
+        out.threads.push_back(std::move(t));
+      });
+  if (store && out.overflow == overflow_policy::drop_newest) {
+    out.memory = store->stats();
     out.spill = store->take_spill_file();
-    store->release_free_blocks();
   }
+  if (store) store->release_free_blocks();
+}
+
+/// Appends a copy of every record the running session holds now to `out` (whose facts, such as
+/// `start_ticks` and the clock, are the session's), one track per thread, device track and
+/// steps track, unordered (`order_session` sorts them). Recording threads are never stopped:
+/// the registry's lock is held while flight recorders, steps and device tracks are copied (at
+/// most a thread's `buffer_capacity` each), a store's lock for one block of a lossless chain at
+/// a time. The session must not end meanwhile (the profiler holds its control mutex).
+inline void snapshot_session(trace_data& out) {
+  std::vector<std::pair<std::size_t, std::shared_ptr<recording_thread>>> chains;
+  registry& reg = registry::instance();
+  reg.visit(
+      [&](const std::shared_ptr<recording_thread>& rt) {
+        thread_track t;
+        static_cast<track_identity&>(t) = *rt->thread;
+        if (rt->buffer.flight_recorder()) {
+          bool ok = true;
+          t.lost = rt->buffer.copy_to(t.records, ok).lost;
+        } else {
+          chains.emplace_back(out.threads.size(), rt);  // copied below, without the lock
+        }
+        out.threads.push_back(std::move(t));
+      },
+      [&](appended_track& a) {
+        thread_track t;
+        static_cast<track_identity&>(t) = a.identity();
+        a.records.copy_to(t.records);
+        t.lost = a.lost;
+        out.threads.push_back(std::move(t));
+      });
+  for (auto& [index, rt] : chains) {
+    thread_track& t = out.threads[index];
+    bool ok = true;
+    t.lost = rt->buffer.copy_to(t.records, ok).lost;
+    if (!ok) out.memory.spill_error = "the spill file could not be read back";
+  }
+  if (out.overflow == overflow_policy::drop_newest)
+    if (std::shared_ptr<block_store> store = reg.store()) {
+      std::string error = std::move(out.memory.spill_error);
+      out.memory = store->stats();
+      if (!error.empty()) out.memory.spill_error = std::move(error);
+    }
+}
+
+/// While a session records: what it holds so far, for `profiler::stats()`. Reads counters
+/// only: what a flight recorder keeps is the same whether or not this is called.
+struct recording_counts {
+  std::uint64_t recorded = 0, lost = 0, threads = 0, tracks = 0;
+};
+
+inline recording_counts count_session() {
+  recording_counts c;
+  registry::instance().visit(
+      [&](const std::shared_ptr<recording_thread>& rt) {
+        const buffer_counts b = rt->buffer.counts();
+        c.recorded += b.kept;
+        c.lost += b.lost;
+        ++c.tracks;
+        if (b.kept + b.lost != 0) ++c.threads;
+      },
+      [&](appended_track& a) {
+        c.recorded += a.records.size();
+        c.lost += a.lost;
+        ++c.tracks;
+      });
+  return c;
 }
 
 /// Puts the records `take_session` moved into `out` in order: each track's oldest first (a

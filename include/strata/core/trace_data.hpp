@@ -33,26 +33,19 @@ struct spilled_records {
   bool empty() const noexcept { return extents.empty(); }
 };
 
-/// The records of one thread (or device track) in one session, oldest first (a parent before
-/// its children).
-///
-/// A thread of a session that spilled to disk may hold most of its records in the session's
-/// spill file instead (`spilled` is then not empty, and `records` holds only the rest): the
-/// trace writers and `key_averages` read them from there in order (core/track_reader.hpp), and
-/// `profiler::data()` reads them all back into `records` first.
-struct thread_track {
+/// Who a track is in a trace: a thread of the traced process, one of a device's engines or
+/// queues, or the steps a thread marked. One struct, made where the track is first known (a
+/// thread's first record, a device track's first append) and copied whole into the trace.
+struct track_identity {
   std::uint64_t tid = 0;
   std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
   std::string process_name;     ///< a device track's process name
   /// Device tracks: begin and end are steady_clock nanoseconds (`clock::steady_ns()`), so a
   /// simulated duration stays exact; other tracks hold ticks. Use `trace_data::ns_of`.
   bool timestamps_in_ns = false;
-  std::uint32_t sort_index = 0;
+  std::uint32_t sort_index = 0; ///< a thread's registration order; a device track's place in its core
   std::string name;
   bool exited = false;          ///< the thread had exited when the session stopped
-  std::vector<record> records;
-  spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
-  std::uint64_t lost = 0;       ///< dropped by a full buffer or overwritten before a drain
   /// A steps track: the `ProfilerStep#N` scopes of a profiler with a schedule, which the thread
   /// `steps_of` marked by calling `step()`. They are a track of their own (tid
   /// `steps_track_tid(steps_of)`, named after the thread), so that a scope left open across
@@ -60,6 +53,19 @@ struct thread_track {
   /// with the same `sort_index`.
   bool steps = false;
   std::uint64_t steps_of = 0;   ///< a steps track: the tid of the thread that called `step()`
+};
+
+/// The records of one track in one session, oldest first (a parent before its children), and
+/// who the track is (its `track_identity`, whose fields it has as its own).
+///
+/// A thread of a session that spilled to disk may hold most of its records in the session's
+/// spill file instead (`spilled` is then not empty, and `records` holds only the rest): the
+/// trace writers and `key_averages` read them from there in order (core/track_reader.hpp), and
+/// `profiler::data()` reads them all back into `records` first.
+struct thread_track : track_identity {
+  std::vector<record> records;
+  spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
+  std::uint64_t lost = 0;       ///< dropped at the memory limit, or overwritten (flight recorder)
 
   /// Every record of the track, in `records` or spilled.
   std::uint64_t record_count() const noexcept {
@@ -84,13 +90,7 @@ struct trace_data {
   overflow_policy overflow = overflow_policy::drop_newest;
   std::uint64_t start_ticks = 0;
   std::uint64_t stop_ticks = 0;
-  // A lossless session's memory (drop_newest; all 0 for a flight recorder).
-  std::size_t memory_limit = 0;      ///< profiler_config::memory_limit
-  std::uint64_t spilled = 0;         ///< records that went through the spill file
-  std::uint64_t spill_bytes = 0;     ///< the spill file's size when the session was collected
-  std::uint64_t peak_memory = 0;     ///< most bytes of record blocks held at once
-  std::uint64_t memory_waits = 0;    ///< times a thread waited at the limit for a block
-  std::string spill_error;           ///< why spilling stopped, if it did
+  session_memory memory;   ///< a lossless session's memory (all 0 for a flight recorder)
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
   std::shared_ptr<const detail::spill_file> spill;

@@ -302,13 +302,13 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   detail::append_us(out, data.clock.to_ns(data.start_ticks));
   fmt::format_to(it, ",\"session_stop_us\":");
   detail::append_us(out, data.clock.to_ns(data.stop_ticks));
-  if (data.memory_limit != 0) {
+  if (data.memory.limit != 0) {
     // A lossless session's memory: its limit, what went through the spill file, its peak.
     fmt::format_to(it, ",\"memory_limit\":{},\"spilled\":{},\"spill_bytes\":{},\"peak_memory\":{}",
-                   data.memory_limit, data.spilled, data.spill_bytes, data.peak_memory);
-    if (!data.spill_error.empty()) {
+                   data.memory.limit, data.memory.spilled, data.memory.spill_bytes, data.memory.peak);
+    if (!data.memory.spill_error.empty()) {
       fmt::format_to(it, ",\"spill_error\":");
-      detail::append_json_string(out, data.spill_error);
+      detail::append_json_string(out, data.memory.spill_error);
     }
   }
   fmt::format_to(it, "}},\n\"strataThreads\":[");

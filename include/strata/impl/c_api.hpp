@@ -211,17 +211,8 @@ void strata_push_layer(strata_layer layer_of_range, const char* name) {
     return;  // recorded only by depth: its pop will match it
   c_api::open_range& r = st.ranges[depth];
   const auto l = static_cast<strata::layer>(static_cast<unsigned>(layer_of_range) & 3u);
-  if (gate_open(l)) [[likely]] {
-    r.where = c_api::site_of(l, strata::record_kind::scope, name);
-    r.mode = scope_mode::fast;
-    r.begin = fast_ticks();
-  } else if (cold_path_records(l)) {
-    r.where = c_api::site_of(l, strata::record_kind::scope, name);
-    r.mode = scope_mode::cold;
-    r.begin = now_ticks();
-  } else {
-    r.mode = scope_mode::off;
-  }
+  open_record(l, [&] { return c_api::site_of(l, strata::record_kind::scope, name); }, r.mode, r.where,
+              r.begin);
 }
 
 void strata_push(const char* name) { strata_push_layer(STRATA_LAYER_USER, name); }
@@ -237,20 +228,18 @@ void strata_pop(void) {
   if (depth >= c_api::max_depth) [[unlikely]]
     return;
   const c_api::open_range& r = st.ranges[depth];
-  if (r.mode == scope_mode::fast) [[likely]]
-    push_record(r.begin, fast_ticks(), r.where, 0);
-  else if (r.mode == scope_mode::cold)
-    close_cold(r.begin, r.where, 0);
+  close_record(r.mode, r.begin, r.where, 0);
 }
 
 void strata_instant_layer(strata_layer layer_of_instant, const char* name) {
   using namespace strata::detail;
   const auto l = static_cast<strata::layer>(static_cast<unsigned>(layer_of_instant) & 3u);
-  if (gate_open(l) || cold_path_records(l)) {
-    const strata::site* where = c_api::site_of(l, strata::record_kind::instant, name);
-    const std::uint64_t t = now_ticks();
+  record_mode mode;
+  const strata::site* where = nullptr;
+  std::uint64_t t = 0;
+  open_record(l, [&] { return c_api::site_of(l, strata::record_kind::instant, name); }, mode, where, t);
+  if (mode != record_mode::off)
     push_record(t, t, where, 0);
-  }
 }
 
 void strata_instant(const char* name) { strata_instant_layer(STRATA_LAYER_USER, name); }
@@ -258,9 +247,12 @@ void strata_instant(const char* name) { strata_instant_layer(STRATA_LAYER_USER, 
 void strata_counter_layer(strata_layer layer_of_counter, const char* name, double value) {
   using namespace strata::detail;
   const auto l = static_cast<strata::layer>(static_cast<unsigned>(layer_of_counter) & 3u);
-  if (gate_open(l) || cold_path_records(l))
-    push_record(now_ticks(), __builtin_bit_cast(std::uint64_t, value),
-                c_api::site_of(l, strata::record_kind::counter, name), 0);
+  record_mode mode;
+  const strata::site* where = nullptr;
+  std::uint64_t t = 0;
+  open_record(l, [&] { return c_api::site_of(l, strata::record_kind::counter, name); }, mode, where, t);
+  if (mode != record_mode::off)
+    push_record(t, __builtin_bit_cast(std::uint64_t, value), where, 0);
 }
 
 void strata_counter(const char* name, double value) {

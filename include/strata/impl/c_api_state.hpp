@@ -36,9 +36,8 @@
 
 #include "strata/core/error.hpp"
 #include "strata/core/names.hpp"
-#include "strata/core/recording_state.hpp"
+#include "strata/detail/record_path.hpp"
 #include "strata/core/scope.hpp"
-#include "strata/core/tick.hpp"
 #include "strata/env_capture.hpp"
 #include "strata/profiler.hpp"
 #include "strata/strata.h"
@@ -53,7 +52,7 @@ inline constexpr int max_depth = 256;
 struct open_range {
   std::uint64_t begin;
   const site* where;
-  scope_mode mode;
+  record_mode mode;
 };
 
 // One thread's open ranges. Constant-initialised and trivially destructible: no TLS guard.

@@ -10,9 +10,9 @@
 #include <string_view>
 
 #include "strata/core/clock.hpp"
-#include "strata/core/cold_path.hpp"
+#include "strata/detail/record_path.hpp"
 #include "strata/core/intern.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -34,8 +34,7 @@
 #include "strata/core/schedule_check.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/session.hpp"
-#include "strata/core/snapshot.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/core/track_reader.hpp"
 #include "strata/export/atomic_file.hpp"
 #include "strata/export/chrome_trace.hpp"
@@ -437,21 +436,13 @@ struct profiler::session {
   profiler_stats stats() const {
     profiler_stats s;
     if (recording_) {
-      auto& reg = detail::registry::instance();
-      reg.for_each_buffer([&](detail::thread_buffer& b, const detail::thread_info& info) {
-        s.recorded += b.recorded();
-        s.dropped += b.lost_so_far();
-        ++s.tracks;
-        if (info.pid == 0 && !info.steps_of && b.recorded() + b.lost_so_far() != 0) ++s.threads;
-      });
-      if (auto store = reg.store()) {
-        const detail::block_store_stats m = store->stats();
-        s.spilled = m.spilled_records;
-        s.spill_bytes = m.spill_bytes;
-        s.peak_memory = m.peak_bytes;
-        s.memory_waits = m.waits;
-        s.spill_error = m.spill_error;
-      }
+      const detail::recording_counts c = detail::count_session();
+      s.recorded = c.recorded;
+      s.dropped = c.lost;
+      s.threads = c.threads;
+      s.tracks = c.tracks;
+      if (config_.overflow == overflow_policy::drop_newest)
+        if (auto store = detail::registry::instance().store()) s.memory = store->stats();
       return s;
     }
     const trace_data& d = collected();
@@ -459,11 +450,7 @@ struct profiler::session {
     s.dropped = d.lost();
     s.threads = d.host_threads();
     s.tracks = d.threads.size();
-    s.spilled = d.spilled;
-    s.spill_bytes = d.spill_bytes;
-    s.peak_memory = d.peak_memory;
-    s.memory_waits = d.memory_waits;
-    s.spill_error = d.spill_error;
+    s.memory = d.memory;
     return s;
   }
 
@@ -477,7 +464,7 @@ struct profiler::session {
         detail::load_spilled(d);
       } catch (const std::exception& e) {
         // The tracks keep what was in memory; the spilled part stays readable by the writers.
-        d.spill_error = e.what();
+        d.memory.spill_error = e.what();
       }
     }
     return d;
@@ -559,7 +546,7 @@ struct profiler::session {
     recording_data_.layers = config_.layers;
     recording_data_.buffer_capacity = config_.buffer_capacity;
     recording_data_.overflow = config_.overflow;
-    if (config_.overflow == overflow_policy::drop_newest) recording_data_.memory_limit = config_.memory_limit;
+    if (config_.overflow == overflow_policy::drop_newest) recording_data_.memory.limit = config_.memory_limit;
     recording_data_.clock = clock_calibration::begin();
     recording_data_.start_ticks = clock::now();
     if (config_.crash_dump)
@@ -567,8 +554,8 @@ struct profiler::session {
     window_ = {step_num_, step_num_};
     recording_ = true;
     detail::registry::instance().begin_session({.layers = config_.layers,
-                                                .buffer_capacity = config_.buffer_capacity,
                                                 .overflow = config_.overflow,
+                                                .buffer_capacity = config_.buffer_capacity,
                                                 .record_args = config_.record_shapes,
                                                 .cores = cores_,
                                                 .max_events_per_core = config_.max_events_per_core,
@@ -623,7 +610,7 @@ struct profiler::session {
   // On the steps track of `of`: the calling thread's when null (step(): the thread that steps
   // ends its step), else the thread whose step() began it (stop(), which may run on another
   // thread: an on-demand capture ended at exit, a session stopped by an admin thread).
-  void close_step(std::shared_ptr<detail::thread_info> of = nullptr) {
+  void close_step(std::shared_ptr<track_identity> of = nullptr) {
     if (step_begin_ != 0 && recording_)
       detail::registry::instance().append_step(step_site_, step_begin_, clock::now(), std::move(of));
     step_begin_ = 0;
@@ -642,7 +629,7 @@ struct profiler::session {
   profiler_action action_ = profiler_action::none;
   const site* step_site_ = nullptr;
   std::uint64_t step_begin_ = 0;
-  std::shared_ptr<detail::thread_info> stepping_thread_;  // the last to call step(), if steps are marked
+  std::shared_ptr<track_identity> stepping_thread_;  // the last to call step(), if steps are marked
   bool started_ = false;    // between start() and stop()
   bool recording_ = false;  // a registry session runs
   bool in_handler_ = false;

@@ -29,7 +29,7 @@
 #include "strata/core/layer.hpp"
 #include "strata/core/record.hpp"
 #include "strata/core/site.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/engine.hpp"
 #include "strata/sim/execution.hpp"
@@ -96,7 +96,7 @@ inline const site* instruction_site(const executed_instruction& in) {
 inline void name_engine_tracks(std::uint32_t core, std::string_view process, core_generation g) {
   static std::mutex mutex;
   static std::vector<std::pair<std::uint32_t, std::uint32_t>> named;  // (epoch, core)
-  const std::uint32_t epoch = ::strata::detail::epoch_of(__atomic_load_n(&::strata::detail::state, __ATOMIC_ACQUIRE));
+  const std::uint32_t epoch = ::strata::detail::registry::recording_epoch();
   {
     std::lock_guard lock(mutex);
     if (std::find(named.begin(), named.end(), std::pair{epoch, core}) != named.end()) return;

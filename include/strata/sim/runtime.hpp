@@ -44,7 +44,7 @@
 #include "strata/core/intern.hpp"
 #include "strata/core/scope.hpp"
 #include "strata/core/site.hpp"
-#include "strata/core/thread_registry.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/export/json_escape.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/cost_model.hpp"

@@ -1,0 +1,137 @@
+// thread_buffer, one thread: what a flight recorder and a lossless chain keep, in order, and
+// what they count as lost. The producer and readers at once are in
+// test_thread_buffer_concurrent.cpp; through a profiler, in test_overflow.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "buffer_support.hpp"
+
+using strata_test::buffer_producer;
+using strata_test::make_record;
+
+namespace {
+
+std::vector<std::uint64_t> payloads(const std::vector<strata::record>& rs) {
+  std::vector<std::uint64_t> out;
+  for (const auto& r : rs) out.push_back(r.payload);
+  return out;
+}
+
+std::vector<std::uint64_t> range(std::uint64_t from, std::uint64_t to) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t i = from; i < to; ++i) out.push_back(i);
+  return out;
+}
+
+constexpr std::uint64_t block = strata::detail::record_block::capacity;
+
+}  // namespace
+
+TEST_CASE("thread_buffer: a flight recorder keeps exactly its newest records, whatever its size") {
+  for (const std::uint64_t keep : {std::uint64_t{2}, std::uint64_t{8}, block, block + 1, 2 * block, std::uint64_t{5000}}) {
+    for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, keep - 1, keep, keep + 1, 3 * block + 7,
+                                  std::uint64_t{20000}}) {
+      CAPTURE(keep);
+      CAPTURE(n);
+      auto store = strata_test::test_store();
+      strata::detail::thread_buffer buffer(store, 0, keep);
+      buffer_producer p(buffer);
+      for (std::uint64_t i = 0; i < n; ++i) CHECK(p.push(make_record(i)));
+      const std::uint64_t kept = std::min(n, keep);
+      const auto counted = buffer.counts();
+      CHECK(counted.kept == kept);
+      CHECK(counted.lost == n - kept);
+      strata::thread_track t;
+      buffer.take(t);
+      CHECK(payloads(t.records) == range(n - kept, n));
+      CHECK(strata_test::intact(t.records));
+      CHECK(t.lost == n - kept);
+    }
+  }
+}
+
+TEST_CASE("thread_buffer: reading a flight recorder does not change what it keeps") {
+  auto store = strata_test::test_store();
+  strata::detail::thread_buffer buffer(store, 0, 8);
+  buffer_producer p(buffer);
+  for (std::uint64_t i = 0; i < 30; ++i) {
+    p.push(make_record(i));
+    // Every reader at every record: the counts, and a snapshot's copy.
+    const auto counted = buffer.counts();
+    CHECK(counted.kept == std::min<std::uint64_t>(i + 1, 8));
+    CHECK(counted.kept + counted.lost == i + 1);
+    std::vector<strata::record> copy;
+    bool ok = true;
+    const auto copied = buffer.copy_to(copy, ok);
+    CHECK(ok);
+    CHECK(payloads(copy) == range(i + 1 - copied.kept, i + 1));
+    CHECK(copied.kept == counted.kept);
+  }
+  strata::thread_track t;
+  buffer.take(t);
+  CHECK(payloads(t.records) == range(22, 30));
+  CHECK(t.lost == 22);
+}
+
+TEST_CASE("thread_buffer: a flight recorder takes K + 1 blocks and then reuses its oldest") {
+  auto store = strata_test::test_store(false);
+  strata::detail::thread_buffer buffer(store, 0, 2 * block);  // K = 2: three blocks
+  buffer_producer p(buffer);
+  for (std::uint64_t i = 0; i < 10 * block; ++i) p.push(make_record(i));
+  CHECK(store->stats().peak == 3 * strata::detail::block_bytes);
+  for (std::uint64_t i = 10 * block; i < 20 * block; ++i) p.push(make_record(i));
+  CHECK(store->stats().peak == 3 * strata::detail::block_bytes);  // however many laps
+  strata::thread_track t;
+  buffer.take(t);
+  CHECK(payloads(t.records) == range(18 * block, 20 * block));
+}
+
+TEST_CASE("thread_buffer: a thread that exits keeps its newest records and gives its blocks back") {
+  auto store = strata_test::test_store();
+  strata::detail::thread_buffer buffer(store, 0, 100);
+  {
+    buffer_producer p(buffer);
+    for (std::uint64_t i = 0; i < 3 * block + 5; ++i) p.push(make_record(i));
+  }  // unbound
+  buffer.retire();
+  const auto counted = buffer.counts();
+  CHECK(counted.kept == 100);
+  CHECK(counted.lost == 3 * block + 5 - 100);
+  std::vector<strata::record> copy;
+  bool ok = true;
+  CHECK(buffer.copy_to(copy, ok).kept == 100);
+  strata::thread_track t;
+  buffer.take(t);
+  CHECK(payloads(t.records) == range(3 * block + 5 - 100, 3 * block + 5));
+  CHECK(payloads(copy) == payloads(t.records));
+  CHECK(t.lost == 3 * block + 5 - 100);
+}
+
+TEST_CASE("thread_buffer: a lossless chain keeps every record, in order, across its blocks") {
+  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, block, block + 1, 5 * block + 3}) {
+    CAPTURE(n);
+    auto store = strata_test::test_store();
+    strata::detail::thread_buffer buffer(store, 0, 0);
+    buffer_producer p(buffer);
+    for (std::uint64_t i = 0; i < n; ++i) CHECK(p.push(make_record(i)));
+    const auto counted = buffer.counts();
+    CHECK(counted.kept == n);
+    CHECK(counted.lost == 0);
+    std::vector<strata::record> copy;
+    bool ok = true;
+    CHECK(buffer.copy_to(copy, ok).kept == n);
+    CHECK(ok);
+    CHECK(payloads(copy) == range(0, n));
+    strata::thread_track t;
+    store->stop_writer();
+    buffer.take(t);
+    CHECK(payloads(t.records) == range(0, n));
+    CHECK(strata_test::intact(t.records));
+    CHECK(t.lost == 0);
+    CHECK(t.spilled.empty());
+  }
+}
