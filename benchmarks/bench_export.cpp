@@ -20,9 +20,11 @@
 
 #include <benchmark/benchmark.h>
 
-#include "strata/profiler.hpp"
+#include <unistd.h>
+
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"
+#include "strata/profiler.hpp"
 
 #ifndef STRATA_BENCH_BUILD
 #define STRATA_BENCH_BUILD "unknown"
@@ -51,18 +53,19 @@ constexpr std::uint64_t block_records = std::size(sites);
 
 /// Appends one block starting at tick `t`; returns the tick after it.
 std::uint64_t append_block(std::vector<strata::record>& out, std::uint64_t t, std::uint64_t corr) {
-  // ticks: a parent spans its children; children follow each other.
+  // ticks: a parent spans its children; children follow each other. In trace order (oldest
+  // first, a parent before its children), as a collected session holds them.
+  const double depth = static_cast<double>(corr % 7);
   out.push_back({t, t + 9000, &sites[0], 0});
   out.push_back({t + 100, t + 5000, &sites[1], corr});
   out.push_back({t + 200, t + 2000, &sites[2], corr});
   out.push_back({t + 2100, t + 2600, &sites[3], corr});
+  out.push_back({t + 2650, t + 2650, &sites[7], 0});
+  out.push_back({t + 2650, std::bit_cast<std::uint64_t>(depth), &sites[9], 0});
   out.push_back({t + 2700, t + 4800, &sites[4], 0});
   out.push_back({t + 5100, t + 7000, &sites[5], 0});
   out.push_back({t + 7100, t + 8900, &sites[6], 0});
-  out.push_back({t + 2650, t + 2650, &sites[7], 0});
   out.push_back({t + 8950, t + 8950, &sites[8], 0});
-  const double depth = static_cast<double>(corr % 7);
-  out.push_back({t + 2650, std::bit_cast<std::uint64_t>(depth), &sites[9], 0});
   return t + 10000;
 }
 
@@ -72,7 +75,7 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
   strata::clock::select_once();
   strata::trace_data data;
   data.clock = strata::clock_calibration::begin();
-  data.pid = static_cast<std::uint64_t>(strata::atomic_file::process_id());
+  data.pid = static_cast<std::uint64_t>(::getpid());
   data.process_name = "bench_export";
   data.layers = strata::layer_set::all();
   data.buffer_capacity = std::size_t{1} << 20;
@@ -87,7 +90,6 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
     track.records.reserve(blocks * block_records);
     std::uint64_t t = data.start_ticks;
     for (std::uint64_t b = 0; b < blocks; ++b) t = append_block(track.records, t, corr++);
-    std::stable_sort(track.records.begin(), track.records.end(), strata::detail::record_order);
     data.stop_ticks = std::max(data.stop_ticks, t);
     data.threads.push_back(std::move(track));
   }

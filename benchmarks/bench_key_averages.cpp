@@ -15,10 +15,11 @@
 
 #include <benchmark/benchmark.h>
 
-#include "strata/profiler.hpp"
+#include <unistd.h>
+
 #include "strata/analysis/key_averages.hpp"
-#include "strata/core/device_track.hpp"
-#include "strata/export/atomic_file.hpp"
+#include "strata/device.hpp"
+#include "strata/profiler.hpp"
 
 #ifndef STRATA_BENCH_BUILD
 #define STRATA_BENCH_BUILD "unknown"
@@ -72,7 +73,7 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
   strata::clock::select_once();
   strata::trace_data data;
   data.clock = strata::clock_calibration::begin();
-  data.pid = static_cast<std::uint64_t>(strata::atomic_file::process_id());
+  data.pid = static_cast<std::uint64_t>(::getpid());
   data.process_name = "bench_key_averages";
   data.layers = strata::layer_set::all();
   data.start_ticks = strata::clock::now();

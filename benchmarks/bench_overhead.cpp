@@ -7,7 +7,7 @@
 // are in docs/benchmarks.md.
 //
 // Sessions: the profiler is started by thread 0 before the measured loop and stopped after it,
-// once per run, with overflow_policy::overwrite_oldest so that the steady state is the normal
+// once per run, with overflow_policy::flight_recorder so that the steady state is the normal
 // store path (a flight recorder laps its ring instead of dropping), never the full-buffer path.
 // Before the loop every thread records once (warm_up), so taking its buffer, which allocates
 // and zeroes it, is not measured either. After the loop thread 0 checks that the session holds
@@ -24,8 +24,8 @@
 #include <benchmark/benchmark.h>
 
 #include "overhead_cases.hpp"
+#include "strata/clock.hpp"
 #include "strata/profiler.hpp"
-#include "strata/core/clock.hpp"
 
 #ifndef STRATA_BENCH_BUILD
 #define STRATA_BENCH_BUILD "unknown"
@@ -58,8 +58,8 @@ void start_session(session mode, std::size_t capacity) {
                     : strata::layer_set{strata::layer::framework, strata::layer::runtime,
                                         strata::layer::device},
       .buffer_capacity = capacity,
-      .overflow = mode == session::capture_lossless ? strata::overflow_policy::drop_newest
-                                                    : strata::overflow_policy::overwrite_oldest,
+      .overflow = mode == session::capture_lossless ? strata::overflow_policy::lossless
+                                                    : strata::overflow_policy::flight_recorder,
       .record_shapes = mode == session::capture_shapes};
   current_profiler().emplace(std::move(config));
   current_profiler()->start();

@@ -13,9 +13,9 @@
 #include <string_view>
 
 #include "overhead_cases.hpp"
+#include "strata/clock.hpp"
+#include "strata/error.hpp"
 #include "strata/profiler.hpp"
-#include "strata/core/clock.hpp"
-#include "strata/core/error.hpp"
 
 namespace {
 
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                         : strata::layer_set{strata::layer::framework, strata::layer::runtime,
                                             strata::layer::device},
           .buffer_capacity = large_ring,
-          .overflow = strata::overflow_policy::overwrite_oldest,
+          .overflow = strata::overflow_policy::flight_recorder,
           .record_shapes = chosen->mode == session::capture_shapes});
       prof->start();
     } else {

@@ -8,7 +8,7 @@
 #include <benchmark/benchmark.h>
 #include <x86intrin.h>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 
 namespace strata_bench {
 namespace {

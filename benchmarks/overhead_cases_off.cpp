@@ -4,7 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 
 #if STRATA_ENABLED
 #error "overhead_cases_off.cpp measures compiled-out scopes: build it with -DSTRATA_ENABLED=0"

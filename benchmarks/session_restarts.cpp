@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "overhead_cases.hpp"
-#include "strata/core/clock.hpp"
+#include "strata/clock.hpp"
 #include "strata/profiler.hpp"
 
 namespace {
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   strata::profiler_config config;
   config.output_dir = (std::filesystem::temp_directory_path() / "strata-restarts").string();
   if (flight) {
-    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.overflow = strata::overflow_policy::flight_recorder;
     config.buffer_capacity = std::size_t{1} << 20;
   }
   std::printf("%s sessions, %d scopes each, clock %s\n", flight ? "flight-recorder" : "lossless",

@@ -21,7 +21,7 @@
 
 #include <unistd.h>
 
-#include "strata/core/clock.hpp"
+#include "strata/clock.hpp"
 #include "strata/profiler.hpp"
 #include "strata/strata.hpp"
 

@@ -11,7 +11,7 @@
 // threads, the store's writer and the spinners compete for the cores as on a busy host.
 // "lossless" uses the default settings (only output_dir set; --memory-limit-mb and --no-spill
 // change them) and must lose nothing (with --no-spill: keep exactly the limit's blocks plus one
-// per thread); "flight" is a flight recorder (overwrite_oldest) keeping
+// per thread); "flight" is a flight recorder (overflow_policy::flight_recorder) keeping
 // the newest RECORDS - 1 per thread (default 2^18) in constant memory. --nested records ops of
 // three nested scopes each (4 records an op) instead of flat scopes, so blocks hold parents
 // after their children and scopes span blocks.
@@ -40,10 +40,10 @@
 #include <utility>
 #include <vector>
 
-#include "strata/core/macros.hpp"
-#include "strata/core/trace_data.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/trace_data.hpp"
 
 namespace {
 
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   strata::profiler_config config;
   config.output_dir = (std::filesystem::temp_directory_path() / "strata-sustained").string();
   if (o.flight) {
-    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.overflow = strata::overflow_policy::flight_recorder;
     config.buffer_capacity = o.ring;
   }
   if (o.memory_limit_mb != 0) config.memory_limit = o.memory_limit_mb << 20;
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   std::uint64_t total = 0;
   for (auto m : made) total += m;
   std::printf("mode            %s (%s)%s\n", o.flight ? "flight" : "lossless",
-              o.flight ? ("overwrite_oldest, ring " + std::to_string(o.ring) + " records per thread").c_str()
+              o.flight ? ("flight_recorder, " + std::to_string(o.ring) + " records per thread").c_str()
                        : ("memory_limit " + std::to_string(config.memory_limit >> 20) + " MiB, spill " +
                           (config.spill ? "on" : "off")).c_str(),
               o.contention ? ", contention: a spinning thread per core" : "");

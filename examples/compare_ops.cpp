@@ -11,7 +11,7 @@
 // comparison and which implementation wins and why, worked out from the measured figures.
 // strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
-#include "strata/core/trace_data.hpp"
+#include "strata/trace_data.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -122,18 +122,18 @@ void engine_figures(const strata::trace_data& d, figures& f) {
   for (const auto& t : d.threads) {
     if (t.pid == 0) {
       for (const auto& r : t.records)
-        if (r.layer_of() == strata::layer::framework && r.where->category == nullptr &&
-            std::string_view(r.where->name).rfind("ProfilerStep#", 0) != 0)
+        if (r.layer() == strata::layer::framework && r.site->category == nullptr &&
+            std::string_view(r.site->name).rfind("ProfilerStep#", 0) != 0)
           f.dispatches += 1;
       continue;
     }
     const bool is_dma = t.name.rfind("DMA queue", 0) == 0;
     for (const auto& r : t.records) {
-      if (r.where->category == nullptr || std::string_view(r.where->category) != "device.engine") continue;
+      if (r.site->category == nullptr || std::string_view(r.site->category) != "device.engine") continue;
       const std::int64_t b = d.ns_of(t, r.begin), e = d.ns_of(t, r.end);
       if (is_dma) {
         dma.emplace_back(b, e);
-        const std::string_view args = r.where->args_json != nullptr ? r.where->args_json : "";
+        const std::string_view args = r.site->args_json != nullptr ? r.site->args_json : "";
         if (args.rfind("\"bytes\":", 0) == 0) {
           std::uint64_t bytes = 0;
           std::from_chars(args.data() + 8, args.data() + args.size(), bytes);

@@ -4,8 +4,8 @@
 //   threads_demo [OUTPUT_DIR]
 //
 // strata's implementation is compiled once, in examples/strata_implementation.cpp.
+#include "strata/error.hpp"
 #include "strata/profiler.hpp"
-#include "strata/core/error.hpp"
 
 #include <cmath>
 #include <cstdio>

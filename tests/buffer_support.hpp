@@ -19,7 +19,7 @@ inline strata::record make_record(std::uint64_t i) { return {i, ~i, &buffer_site
 
 inline bool intact(const std::vector<strata::record>& rs) {
   for (const auto& r : rs)
-    if (r.end != ~r.begin || r.where != &buffer_site || r.payload != r.begin) return false;
+    if (r.end != ~r.begin || r.site != &buffer_site || r.payload != r.begin) return false;
   return true;
 }
 
@@ -45,7 +45,7 @@ class buffer_producer {
   bool push(const strata::record& r) noexcept {
     strata::record* p = cursor_.load_next();
     if (p < cursor_.limit) {
-      strata::detail::write_slot(p, r.begin, r.end, r.where, r.payload);
+      strata::detail::write_slot(p, r.begin, r.end, r.site, r.payload);
       cursor_.publish_next(p + 1);
       return true;
     }

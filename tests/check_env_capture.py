@@ -59,7 +59,7 @@ def main():
         # Layers and an explicit directory.
         out = os.path.join(tmp, "framework-only")
         r = run(child, {"STRATA_PROFILE": "1", "STRATA_OUTPUT_DIR": out,
-                        "STRATA_LAYERS": "framework", "STRATA_OVERFLOW": "overwrite_oldest",
+                        "STRATA_LAYERS": "framework", "STRATA_OVERFLOW": "flight_recorder",
                         "STRATA_BUFFER_CAPACITY": "1024"}, tmp)
         expect(r.returncode == 0, f"layers: child failed: {r}")
         path = os.path.join(out, "trace.json")
@@ -68,7 +68,7 @@ def main():
             trace = json.load(open(path))
             expect(names(trace) == ["worker step"] * 10, f"layers: unexpected events {names(trace)}")
             expect(trace["otherData"]["layers"] == "framework", "layers: otherData.layers")
-            expect(trace["otherData"]["overflow_policy"] == "overwrite_oldest", "overflow policy")
+            expect(trace["otherData"]["overflow_policy"] == "flight_recorder", "overflow policy")
             expect(trace["otherData"]["buffer_capacity"] == 1024, "buffer capacity")
 
         # STRATA_FORMAT=perfetto: trace.pftrace instead of trace.json, a protobuf Trace whose
@@ -88,7 +88,7 @@ def main():
         bad = [
             ({"STRATA_PROFILE": "yes"}, "STRATA_PROFILE"),
             ({"STRATA_PROFILE": "1", "STRATA_LAYERS": "framework,gpu"}, "gpu"),
-            ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "overwrite_oldest",
+            ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "flight_recorder",
               "STRATA_BUFFER_CAPACITY": "1000"}, "buffer_capacity"),
             ({"STRATA_PROFILE": "1", "STRATA_BUFFER_CAPACITY": "lots"}, "STRATA_BUFFER_CAPACITY"),
             ({"STRATA_PROFILE": "1", "STRATA_OVERFLOW": "block"}, "STRATA_OVERFLOW"),

@@ -141,7 +141,7 @@ def part_table(report, tmp):
     _, rows = table_rows(r.stdout)
     check_row(rows, "parent", **{"Self CPU": "7.000us", "CPU total": "10.000us"})
     check_row(rows, "child", **{"Self CPU": "3.000us"})
-    if "Records lost: 5 (drop_newest); the times above undercount" not in r.stdout:
+    if "Records lost: 5 (lossless); the times above undercount" not in r.stdout:
         fail(f"records lost line missing:\n{r.stdout}")
 
     # Device time: without an op of the id, the runtime submit that carries it owns its time.
@@ -494,7 +494,7 @@ def part_written(report, tmp, writer):
     want = {"main: run", "step", "submit", "execute", "kernel", "throwing outer", "throwing inner",
             "aten::mm", "matmul", "activation(exp)"}
     expect("scope names in the table", names, want)
-    if "Records lost: 44 (drop_newest)" not in r.stdout:
+    if "Records lost: 44 (lossless)" not in r.stdout:
         fail(f"the writer's 44 lost records are not reported:\n{r.stdout}")
     rows = list(csv.DictReader(io.StringIO(run(report, trace, "--format", "csv").stdout)))
     calls = {row["Name"]: int(row["# of Calls"]) for row in rows}

@@ -82,7 +82,7 @@ def check_structure(trace):
                       ("dropped", int), ("threads", int)):
         if not isinstance(other.get(key), kind):
             fail(f"otherData.{key} missing or not a {kind.__name__}")
-    if other.get("overflow_policy") == "drop_newest":
+    if other.get("overflow_policy") == "lossless":
         # A lossless session's memory: its limit, what it spilled, its peak.
         for key in ("memory_limit", "spilled", "spill_bytes", "peak_memory"):
             if not isinstance(other.get(key), int) or other[key] < 0:

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 
 namespace {
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   config.output_dir = argv[3];
   config.crash_dump = true;
   config.buffer_capacity = std::size_t{1} << 14;
-  if (std::string_view(argv[2]) == "flight") config.overflow = strata::overflow_policy::overwrite_oldest;
+  if (std::string_view(argv[2]) == "flight") config.overflow = strata::overflow_policy::flight_recorder;
   std::unique_ptr<strata::profiler> prof;
   if (mode != "env-segv") {
     prof = std::make_unique<strata::profiler>(config);

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 
 int main() {
   std::thread worker([] {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/ondemand.hpp"
 
 namespace {

@@ -16,14 +16,14 @@
 #include <unistd.h>
 
 #include "strata/analysis/key_averages.hpp"
-#include "strata/core/capture_cores.hpp"
-#include "strata/core/clock.hpp"
-#include "strata/core/intern.hpp"
-#include "strata/core/layer_name.hpp"
-#include "strata/core/session.hpp"
-#include "strata/detail/registry.hpp"
+#include "strata/clock.hpp"
+#include "strata/device.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
+#include "strata/record.hpp"
+#include "strata/detail/intern.hpp"
+#include "strata/detail/registry.hpp"
+#include "strata/detail/session.hpp"
 
 namespace strata_test {
 
@@ -67,7 +67,7 @@ class temp_dir {
 /// A config writing under `dir`, with a small buffer so tests stay light.
 inline strata::profiler_config config_in(const temp_dir& dir, std::size_t capacity = 1024,
                                          strata::overflow_policy policy =
-                                             strata::overflow_policy::drop_newest) {
+                                             strata::overflow_policy::lossless) {
   strata::profiler_config c;
   c.output_dir = dir / "out";
   c.buffer_capacity = capacity;
@@ -105,7 +105,7 @@ inline std::vector<std::string> lines_with(const std::string& text, std::string_
 /// The OS thread id, read independently of strata.
 inline std::uint64_t os_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
-inline std::string_view name_of(const strata::record& r) { return r.where->name; }
+inline std::string_view name_of(const strata::record& r) { return r.site->name; }
 
 /// The records of `t` whose site is named `name`, in track order.
 inline std::vector<strata::record> named(const strata::thread_track& t, std::string_view name) {
@@ -164,7 +164,7 @@ inline std::size_t count_named(const strata::trace_data& d, std::string_view nam
   std::size_t n = 0;
   for (const auto& t : d.threads)
     for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == name) ++n;
+      if (std::string_view(r.site->name) == name) ++n;
   return n;
 }
 

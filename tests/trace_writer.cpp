@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "strata/args/op_args.hpp"
-#include "strata/core/correlation.hpp"
-#include "strata/core/device_track.hpp"
+#include "strata/device.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"
 #include "strata/profiler.hpp"
+#include "strata/scope.hpp"
 #include "strata/sim/neuron_core.hpp"
 #include "strata/sim/record_execution.hpp"
 #include "strata/strata.hpp"
@@ -38,7 +38,7 @@ namespace {
 bool all_formats = false;
 
 // The session's trace: trace.json, and with --all-formats its other forms.
-void export_traces(const strata::profiler& prof, const std::filesystem::path& dir) {
+void export_traces(strata::profiler& prof, const std::filesystem::path& dir) {
   prof.export_chrome_trace();
   if (!all_formats) return;
   // The profiler's own exports read a spilled session from its spill file; data() reads it
@@ -92,7 +92,7 @@ void throw_through_scopes() {
 
 int basic(const std::filesystem::path& dir) {
   strata::profiler prof({.output_dir = dir,
-                         .overflow = strata::overflow_policy::drop_newest,
+                         .overflow = strata::overflow_policy::lossless,
                          .memory_limit = memory_limit,
                          .spill = false,
                          .process_name = "trace writer"});
@@ -145,7 +145,7 @@ int basic(const std::filesystem::path& dir) {
   std::string worker_x = "\"step\":10,\"submit\":10,\"execute\":10,\"kernel\":10";
   std::string counts = "[0,1,2,3,4,5,6,7,8,9]";
   std::string expect = "{\"process_name\":\"trace writer\",\"buffer_capacity\":65536,"
-                       "\"overflow_policy\":\"drop_newest\",\"threads\":{";
+                       "\"overflow_policy\":\"lossless\",\"threads\":{";
   expect += "\"main\":{\"X\":{\"main: run\":1,\"aten::mm\":1,\"submit\":1},\"i\":{},\"C\":{},\"lost\":0,\"exited\":false},";
   expect += "\"worker 0\":{\"X\":{" + worker_x + ",\"throwing outer\":1,\"throwing inner\":1},"
             "\"i\":{\"issued\":10},\"C\":{\"queue depth\":" + counts + "},\"lost\":0,\"exited\":true},";
@@ -323,7 +323,7 @@ int steps(const std::filesystem::path& dir) {
 int spilled(const std::filesystem::path& dir) {
   constexpr int ops = 2500;  // 6 records each: about 7 blocks of 2048
   strata::profiler prof({.output_dir = dir,
-                         .overflow = strata::overflow_policy::drop_newest,
+                         .overflow = strata::overflow_policy::lossless,
                          .memory_limit = memory_limit,
                          .spill = true,
                          .process_name = "spilled writer"});

@@ -16,14 +16,14 @@
 
 #include <fmt/format.h>
 
-#include "strata/profiler.hpp"
 #include "strata/analysis/compare.hpp"
-#include "strata/analysis/crash_dump_reader.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/analysis/merge_averages.hpp"
-#include "strata/analysis/trace_set.hpp"
-#include "strata/core/error.hpp"
-#include "strata/export/chrome_trace.hpp"
+#include "strata/crash_dump.hpp"
+#include "strata/error.hpp"
+#include "strata/export/write_trace.hpp"
+#include "strata/profiler.hpp"
+#include "report/trace_set.hpp"
 
 namespace {
 
@@ -201,7 +201,7 @@ void refuse_perfetto(const std::vector<std::filesystem::path>& files) {
 strata::averages averages_of(const std::vector<std::filesystem::path>& files, const options& o,
                              std::uint64_t* skipped = nullptr) {
   const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
-  const auto parts = strata::key_averages_of_files(files, ka, o.jobs);
+  const auto parts = strata::report::key_averages_of_files(files, ka, o.jobs);
   std::vector<strata::averages> tables;
   for (const auto& p : parts) {
     tables.push_back(p.table);
@@ -242,7 +242,7 @@ int convert(int argc, char** argv) {
   if (!dump) throw usage_error{"convert needs a DUMP", convert_usage};
   if (!output || output->empty()) throw usage_error{"convert needs -o TRACE.json", convert_usage};
   const auto d = strata::read_crash_dump_file(*dump);
-  const strata::export_result r = strata::write_chrome_trace(d->data, *output);
+  const strata::export_result r = strata::write_trace(d->data, *output);
   fmt::print(stderr, "strata-report: wrote {} ({} records from {} threads; signal {})\n", r.path,
              d->data.recorded(), d->data.host_threads(), d->signal);
   if (const std::string m = d->missing(); !m.empty())
@@ -271,7 +271,7 @@ int run(const options& o) {
   }
   if (!dump_tables.empty()) {
     if (!traces.empty()) {
-      const std::vector<std::filesystem::path> files = strata::trace_files(traces);
+      const std::vector<std::filesystem::path> files = strata::report::trace_files(traces);
       refuse_perfetto(files);
       dump_tables.push_back(averages_of(files, o));
     }
@@ -282,11 +282,11 @@ int run(const options& o) {
       print_table(avg, o, "");
     return 0;
   }
-  const std::vector<std::filesystem::path> files = strata::trace_files(o.traces);
+  const std::vector<std::filesystem::path> files = strata::report::trace_files(o.traces);
   refuse_perfetto(files);
 
   if (o.compare_with) {
-    const std::vector<std::filesystem::path> other = strata::trace_files(std::vector{std::filesystem::path(*o.compare_with)});
+    const std::vector<std::filesystem::path> other = strata::report::trace_files(std::vector{std::filesystem::path(*o.compare_with)});
     refuse_perfetto(other);
     const strata::comparison diff = strata::compare(averages_of(files, o), averages_of(other, o));
     if (o.format == "csv") {
@@ -303,7 +303,7 @@ int run(const options& o) {
   if (o.per_file) {
     const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
     bool first = true;
-    for (const auto& part : strata::key_averages_of_files(files, ka, o.jobs)) {
+    for (const auto& part : strata::report::key_averages_of_files(files, ka, o.jobs)) {
       if (part.table.rows.empty()) {
         fmt::print(stderr, "strata-report: {} holds no op events ({} trace events skipped)\n",
                    part.path.string(), part.skipped);

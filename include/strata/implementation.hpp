@@ -14,7 +14,7 @@
 // file, or in a file of its own, to keep it link-flag free. FMT_HEADER_ONLY is undefined again
 // afterwards, so later includes of {fmt} in the file see the user's own setting.
 //
-// With STRATA_ENABLED=0 this compiles a profiler that records nothing (impl/compiled_out.hpp).
+// With STRATA_ENABLED=0 this compiles a profiler that records nothing (detail/impl/compiled_out.hpp).
 #pragma once
 
 #if !defined(__cplusplus)
@@ -23,10 +23,10 @@
 #error "strata's implementation needs C++20 (-std=c++20)"
 #else  // the rest of the file: nothing more is compiled below C++20, so the error above is the only one
 
-#include "strata/core/config.hpp"
-#include "strata/core/link_check.h"
+#include "strata/config.hpp"
+#include "strata/detail/link_check.h"
 
-// The one strong definition of the program (strata/core/link_check.h): a second file that
+// The one strong definition of the program (strata/detail/link_check.h): a second file that
 // compiles the implementation makes the linker name this symbol first, and a program with none
 // names it among its undefined references. Defined before anything else, so it comes first.
 extern "C" void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file() {}
@@ -43,18 +43,19 @@ extern "C" void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file(
 #undef STRATA_DETAIL_FMT_HEADER_ONLY
 #endif
 
-#include "strata/impl/args.hpp"
-#include "strata/impl/averages_table.hpp"
-#include "strata/impl/c_api.hpp"
-#include "strata/impl/cold_path.hpp"
-#include "strata/impl/ondemand.hpp"
-#include "strata/impl/profiler.hpp"
+#include "strata/detail/impl/args.hpp"
+#include "strata/detail/impl/averages_table.hpp"
+#include "strata/detail/impl/c_api.hpp"
+#include "strata/detail/impl/cold_path.hpp"
+#include "strata/detail/impl/device.hpp"
+#include "strata/detail/impl/ondemand.hpp"
+#include "strata/detail/impl/profiler.hpp"
 
 #else
 
-#include "strata/impl/compiled_out.hpp"
+#include "strata/detail/impl/compiled_out.hpp"
 
 #endif
 
-#include "strata/impl/env_capture.hpp"  // last: reads the environment once the rest is set up
+#include "strata/detail/impl/env_capture.hpp"  // last: reads the environment once the rest is set up
 #endif  // C++20

@@ -6,7 +6,7 @@
 //                                                     one line on stderr
 //
 // A program started with STRATA_ONDEMAND=1 gets the same from a signal (SIGUSR2 by default):
-// strata's implementation reads the environment when the program starts (impl/env_capture.hpp);
+// strata's implementation reads the environment when the program starts (detail/impl/env_capture.hpp);
 // docs/production.md describes both.
 // Declarations only: the definitions are part of strata's implementation (STRATA_IMPLEMENTATION).
 #pragma once
@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "strata/core/profiler_config.hpp"
+#include "strata/profiler_config.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -82,7 +82,7 @@ capture_state ondemand_state();
 
 namespace detail {
 
-/// What STRATA_ONDEMAND=1 arms (strata/env_capture.hpp parses it from the environment).
+/// What STRATA_ONDEMAND=1 arms (strata/detail/env_capture.hpp parses it from the environment).
 struct ondemand_settings {
   profiler_config config;               ///< every capture's session (schedule left unset)
   std::int64_t steps = 10;              ///< a signal's capture: steps ...

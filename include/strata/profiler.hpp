@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "strata/analysis/averages.hpp"
-#include "strata/core/config.hpp"
-#include "strata/core/profiler_config.hpp"
-#include "strata/core/schedule.hpp"
-#include "strata/export/export_result.hpp"
+#include "strata/config.hpp"
+#include "strata/export/trace_format.hpp"
+#include "strata/profiler_config.hpp"
+#include "strata/schedule.hpp"
 // The macros, as strata/strata.hpp gives them; not strata.hpp itself, which would compile the
 // implementation (STRATA_IMPLEMENTATION) before this header's declarations are complete.
-#include "strata/core/macros.hpp"
-#include "strata/core/link_check.h"
+#include "strata/macros.hpp"
+#include "strata/detail/link_check.h"
 
 namespace strata {
 inline namespace v1 {
@@ -153,16 +153,18 @@ class profiler {
   step_window window() const noexcept;
 
   /// Writes the last collected window as Chrome trace JSON to `path` (default:
-  /// `output_dir/trace.json`), atomically; a path ending in `.gz` is written gzip-compressed.
-  /// Returns what was written. Raises `strata::error` while a window is recording.
-  export_result export_chrome_trace(const std::string& path = {}) const;
+  /// `output_dir/trace.json`), atomically: a name ending in `.json`, or `.json.gz` to write it
+  /// gzip-compressed (strata/export/trace_format.hpp: a `.pftrace` name is refused, it names
+  /// `export_perfetto_trace()`'s format). Waits for a window still being written in the
+  /// background. Returns what was written. Raises `strata::error` while a window is recording.
+  export_result export_chrome_trace(const std::string& path = {});
 
   /// Writes the last collected window in Perfetto's native protobuf format to `path` (default:
   /// `output_dir/trace.pftrace`), atomically; about a fifth of the JSON trace's bytes, for big
-  /// traces and trace_processor (docs/trace-format.md). A path ending in `.gz` is written
-  /// gzip-compressed (as `export_chrome_trace` does for `.json.gz`). Raises `strata::error`
-  /// while a window is recording.
-  export_result export_perfetto_trace(const std::string& path = {}) const;
+  /// traces and trace_processor (docs/trace-format.md). The name ends in `.pftrace`, or in
+  /// `.pftrace.gz` to write it gzip-compressed. Raises `strata::error` while a window is
+  /// recording.
+  export_result export_perfetto_trace(const std::string& path = {});
 
   /// torch.profiler's `prof.key_averages()`: per-op totals of the last collected window, as a
   /// table object (`table()`, `to_csv()`, `to_json()`). Device time is attributed through
@@ -173,7 +175,7 @@ class profiler {
   /// ```cpp
   /// std::puts(prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10}).c_str());
   /// ```
-  averages key_averages(key_averages_options options = {}) const;
+  averages key_averages(key_averages_options options = {});
 
   /// Writes the last collected window to a file of its own,
   /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
@@ -185,15 +187,15 @@ class profiler {
   /// The window traces written since `start()` (by the default handler, or by
   /// `export_window_trace()`), oldest first; waits for windows still being written. The list
   /// stays as it is until the next `step()`, `stop()`, `start()` or `export_window_trace()`.
-  const std::vector<std::string>& trace_files() const noexcept;
+  const std::vector<std::string>& trace_files();
 
   /// Writes what the session holds now, without stopping it: while a window records, a copy of
   /// every thread's records so far (a flight recorder's newest records; a lossless session's
   /// blocks, spilled ones included), ordered and written as `export_chrome_trace` writes a
   /// collected window; recording threads go on meanwhile, and the window's own trace later
   /// still holds every record. Otherwise (stopped, or between windows of a schedule), the last
-  /// collected window. `path` ending in `.pftrace` (or `.pftrace.gz`) is written in Perfetto's
-  /// format, `.gz` gzip-compressed; empty: `output_dir/snapshot-<pid>-<n>.json`, never
+  /// collected window. The name picks the format (strata/export/trace_format.hpp): `.json` or
+  /// `.pftrace`, `.gz` after either gzip-compressed; empty: `output_dir/snapshot-<pid>-<n>.json`, never
   /// overwriting a file (`.1`, `.2`, ... before `.json` while the name exists). While a window
   /// records it may be called from any thread; a `step()` or `stop()` at the same time waits
   /// for the copy (not for the file). Scopes still open are not in it, nor is the step in
@@ -203,25 +205,25 @@ class profiler {
   /// ```cpp
   /// auto written = prof.snapshot();  // strata-out/snapshot-<pid>-1.json; prof keeps recording
   /// ```
-  export_result snapshot(const std::string& path = {}) const;
+  export_result snapshot(const std::string& path = {});
 
-  /// Totals: while recording, what the buffers hold so far; otherwise the last window's.
-  profiler_stats stats() const;
-
+  /// Totals: while recording, what the buffers hold so far (read without changing what any
+  /// buffer keeps); otherwise the last window's.
+  profiler_stats stats();
 
   /// What the last collected window (the whole session without a schedule) captured
-  /// (strata/core/session.hpp defines it), once the window writer is done with it; while a
+  /// (strata/trace_data.hpp defines it), once the window writer is done with it; while a
   /// window records, that window's facts so far (its records come when it ends). Records a
   /// lossless session spilled to disk are read back into memory by the first call (the
   /// profiler's own exports and `key_averages()` read them from the spill file instead, in
-  /// bounded memory); if that fails, `spill_error` says why and the tracks hold the rest.
-  const trace_data& data() const noexcept;
+  /// bounded memory); if that fails, `memory.spill_error` says why and the tracks hold the rest.
+  const trace_data& data();
   const profiler_config& config() const noexcept;
-  /// The cores of `config().capture_cores` (strata/core/capture_cores.hpp defines core_set).
+  /// The cores of `config().capture_cores` (strata/device.hpp defines core_set).
   const core_set& capture_cores() const noexcept;
 
  private:
-  friend struct detail::profiler_access;  // on-demand capture (impl/ondemand.hpp)
+  friend struct detail::profiler_access;  // on-demand capture (detail/impl/ondemand.hpp)
   struct session;
   session* session_;
 };

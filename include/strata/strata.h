@@ -221,7 +221,7 @@ static inline int strata_table(char* buf, size_t size, const char* sort_by, int 
 #endif
 
 #if !defined(STRATA_ENABLED) || STRATA_ENABLED
-#include "strata/core/link_check.h" /* names STRATA_IMPLEMENTATION when the linker misses it */
+#include "strata/detail/link_check.h" /* names STRATA_IMPLEMENTATION when the linker misses it */
 #endif
 
 #if defined(STRATA_IMPLEMENTATION)

@@ -16,7 +16,7 @@
 //  └─────────────────────────────────────────────────────────────────┘
 #pragma once
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 
 // The one file that defines STRATA_IMPLEMENTATION may include this header alone.
 #if defined(STRATA_IMPLEMENTATION)

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "strata/analysis/averages.hpp"
-#include "strata/analysis/table_format.hpp"
 #include "strata/analysis/key_averages.hpp"
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
+#include "strata/detail/table_format.hpp"
 
 namespace {
 
@@ -283,9 +283,9 @@ TEST_CASE("table: row_limit, empty input, lost records") {
   SUBCASE("records lost: a footer line with the count and the policy") {
     a.records_lost = 5;
     CHECK(a.table({.row_limit = 0}) == lines({sep, header, sep, sep, "Self CPU time total: 4.000us",
-                                              "Records lost: 5 (drop_newest); the times above undercount"}));
-    a.overflow = strata::overflow_policy::overwrite_oldest;
-    CHECK(a.table({.row_limit = 0}).ends_with("Records lost: 5 (overwrite_oldest); the times above undercount\n"));
+                                              "Records lost: 5 (lossless); the times above undercount"}));
+    a.overflow = strata::overflow_policy::flight_recorder;
+    CHECK(a.table({.row_limit = 0}).ends_with("Records lost: 5 (flight_recorder); the times above undercount\n"));
   }
   SUBCASE("no rows: the empty string, as torch") {
     CHECK(strata::averages{}.table().empty());

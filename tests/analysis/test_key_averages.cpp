@@ -300,7 +300,7 @@ constexpr strata::site hbm_site{"hbm", __FILE__, __LINE__, layer::device, strata
 TEST_CASE("key_averages: a session's records, ticks as nanoseconds on the steady clock") {
   strata::trace_data data;  // default calibration: steady_clock, one tick per ns
   REQUIRE(data.clock.source() == strata::clock_source::steady_clock);
-  data.overflow = strata::overflow_policy::overwrite_oldest;
+  data.overflow = strata::overflow_policy::flight_recorder;
   strata::thread_track main_thread;
   main_thread.records = {{1000, 3000, &step_site, 0},
                          {1100, 2100, &mm_site, 42},
@@ -318,7 +318,7 @@ TEST_CASE("key_averages: a session's records, ticks as nanoseconds on the steady
   const auto a = strata::key_averages(data);
   CHECK(names(a) == std::vector<std::string>{"step", "aten::mm", "submit", "tensor_matmul", "load"});
   CHECK(a.records_lost == 5);
-  CHECK(a.overflow == strata::overflow_policy::overwrite_oldest);
+  CHECK(a.overflow == strata::overflow_policy::flight_recorder);
   CHECK(row(a, "step").self_cpu_ns == 700);
   CHECK(row(a, "step").device_total_ns == 500);
   const auto& mm = row(a, "aten::mm");
@@ -348,10 +348,10 @@ std::vector<op_event> events_of(const strata::trace_data& data) {
         if (!data.threads[k].steps && data.threads[k].tid == data.threads[t].steps_of) steps_of = k;
     }
     for (const strata::record& r : data.threads[t].records) {
-      if (r.kind() != strata::record_kind::scope || r.where->category != nullptr) continue;
-      out.push_back({r.where->name, r.layer_of(), t, data.ns_of(data.threads[t], r.begin),
+      if (r.kind() != strata::record_kind::scope || r.site->category != nullptr) continue;
+      out.push_back({r.site->name, r.layer(), t, data.ns_of(data.threads[t], r.begin),
                      data.ns_of(data.threads[t], r.end), r.payload,
-                     r.where->input_shapes != nullptr ? r.where->input_shapes : "", steps_of});
+                     r.site->input_shapes != nullptr ? r.site->input_shapes : "", steps_of});
     }
   }
   return out;

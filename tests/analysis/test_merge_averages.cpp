@@ -32,7 +32,7 @@ TEST_CASE("merge_averages: rows of the same key add up, in order of first appear
   rank1.rows = {merge_row("aten::add", false, 1, 5, 5), merge_row("aten::mm", false, 1, 20, 20, 0, true),
                 merge_row("aten::mm", true, 1, 0, 0, 7), merge_row("step", false, 1, 50, 80)};
   rank1.records_lost = 4;
-  rank1.overflow = strata::overflow_policy::overwrite_oldest;
+  rank1.overflow = strata::overflow_policy::flight_recorder;
   const std::vector parts{rank0, rank1};
   const strata::averages all = strata::merge_averages(parts);
 
@@ -54,7 +54,7 @@ TEST_CASE("merge_averages: rows of the same key add up, in order of first appear
   CHECK(all.self_cpu_total_ns() == 235);
   CHECK(all.self_device_total_ns() == 97);
   CHECK(all.records_lost == 4);
-  CHECK(all.overflow == strata::overflow_policy::overwrite_oldest);
+  CHECK(all.overflow == strata::overflow_policy::flight_recorder);
   CHECK(all.device_name == "NEURON");
 }
 

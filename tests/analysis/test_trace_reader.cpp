@@ -1,4 +1,4 @@
-// strata::read_trace(): saved Chrome trace JSON (strata's and torch.profiler's Kineto) back into
+// strata::report::read_trace(): saved Chrome trace JSON (strata's and torch.profiler's Kineto) back into
 // op_events. The documents are written out by hand; expected values are worked out by hand.
 #include <doctest/doctest.h>
 
@@ -13,8 +13,8 @@
 
 #include <zlib.h>
 
-#include "strata/analysis/trace_reader.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "report/trace_reader.hpp"
 #include "support.hpp"
 
 using strata::layer;
@@ -22,10 +22,10 @@ using namespace std::string_literals;  // "...\x00..."s keeps the bytes after a 
 
 namespace {
 
-strata::saved_trace read_text(const strata_test::temp_dir& dir, const std::string& json) {
+strata::report::saved_trace read_text(const strata_test::temp_dir& dir, const std::string& json) {
   const auto path = dir / "trace.json";
   strata_test::write_file(path, json);
-  return strata::read_trace(path);
+  return strata::report::read_trace(path);
 }
 
 const strata::average_row* row(const strata::averages& a, std::string_view name, bool device = false) {
@@ -56,7 +56,7 @@ const std::string strata_doc = R"j({"displayTimeUnit":"ns",
 }  // namespace
 
 TEST_CASE("trace reader: microseconds as exact nanoseconds") {
-  using strata::detail::parse_us_as_ns;
+  using strata::report::detail::parse_us_as_ns;
   CHECK(parse_us_as_ns("12.345") == 12345);
   CHECK(parse_us_as_ns("393930975398.123") == 393930975398123);
   CHECK(parse_us_as_ns("12") == 12000);
@@ -89,17 +89,17 @@ TEST_CASE("trace reader: a strata trace") {
 
   const auto& mm = t.events[0];
   CHECK(mm.name == "aten::mm");
-  CHECK(mm.where == layer::framework);
+  CHECK(mm.layer == layer::framework);
   CHECK(mm.begin_ns == 393930975398);
   CHECK(mm.end_ns == 393930975398 + 12345);
   CHECK(mm.correlation_id == 42);
   CHECK(mm.input_shapes == "[[4, 8], [8, 16], []]");
 
-  CHECK(t.events[1].where == layer::runtime);
+  CHECK(t.events[1].layer == layer::runtime);
   CHECK(t.events[1].end_ns - t.events[1].begin_ns == 1);
   CHECK(t.events[1].input_shapes.empty());
-  CHECK(t.events[2].where == layer::device);
-  CHECK(t.events[3].where == layer::user);
+  CHECK(t.events[2].layer == layer::device);
+  CHECK(t.events[3].layer == layer::user);
   CHECK(t.events[3].correlation_id == 0);
 
   // Tracks are (pid, tid) pairs: (7,11), (7,11), (7,12), (8,11).
@@ -110,7 +110,7 @@ TEST_CASE("trace reader: a strata trace") {
   CHECK(t.events[3].track != t.events[2].track);
 
   SUBCASE("key_averages: the op owns the kernel, not the runtime submit inside it") {
-    const auto avg = strata::key_averages(t, {.group_by_input_shape = true});
+    const auto avg = strata::report::key_averages(t, {.group_by_input_shape = true});
     CHECK(avg.device_name == "NEURON");
     const auto* op = row(avg, "aten::mm");
     REQUIRE(op != nullptr);
@@ -128,13 +128,22 @@ TEST_CASE("trace reader: a strata trace") {
 
 TEST_CASE("trace reader: records lost and the overflow policy reach the table") {
   strata_test::temp_dir dir("reader-lost");
+  SUBCASE("the policies' names, as written now") {
+    for (const auto& [name, policy] : {std::pair{"lossless", strata::overflow_policy::lossless},
+                                       std::pair{"flight_recorder", strata::overflow_policy::flight_recorder}}) {
+      const auto t = read_text(dir, std::string(R"({"otherData":{"strata_version":"0.1.0","overflow_policy":")") +
+                                        name + R"(","dropped":1},"traceEvents":[]})");
+      CHECK(t.overflow == policy);
+    }
+  }
+  // A trace written before the policies were renamed names them drop_newest, overwrite_oldest.
   const auto t = read_text(dir, R"({"otherData":{"strata_version":"0.1.0","overflow_policy":"overwrite_oldest","dropped":44},
 "traceEvents":[{"ph":"X","cat":"user","name":"a","pid":1,"tid":1,"ts":1.000,"dur":2.000}]})");
   CHECK(t.records_lost == 44);
-  CHECK(t.overflow == strata::overflow_policy::overwrite_oldest);
-  const auto avg = strata::key_averages(t);
+  CHECK(t.overflow == strata::overflow_policy::flight_recorder);
+  const auto avg = strata::report::key_averages(t);
   CHECK(avg.records_lost == 44);
-  CHECK(avg.table().find("Records lost: 44 (overwrite_oldest); the times above undercount\n") !=
+  CHECK(avg.table().find("Records lost: 44 (flight_recorder); the times above undercount\n") !=
         std::string::npos);
 }
 
@@ -155,18 +164,18 @@ TEST_CASE("trace reader: a Kineto trace puts kernel time on the cpu_op through E
   CHECK(t.format == "kineto");
   CHECK(t.device_name == "CUDA");
   REQUIRE(t.events.size() == 5);  // no gpu_user_annotation, flow or Trace span
-  CHECK(t.events[0].where == layer::user);
+  CHECK(t.events[0].layer == layer::user);
   CHECK(t.events[0].correlation_id == 0);
-  CHECK(t.events[1].where == layer::framework);
+  CHECK(t.events[1].layer == layer::framework);
   CHECK(t.events[1].correlation_id == 5);
   CHECK(t.events[1].input_shapes == "[[4, 8], [8, 16]]");
-  CHECK(t.events[2].where == layer::runtime);
+  CHECK(t.events[2].layer == layer::runtime);
   CHECK(t.events[2].correlation_id == 0);
-  CHECK(t.events[3].where == layer::device);
+  CHECK(t.events[3].layer == layer::device);
   CHECK(t.events[3].correlation_id == 5);
-  CHECK(t.events[4].where == layer::device);
+  CHECK(t.events[4].layer == layer::device);
 
-  const auto avg = strata::key_averages(t);
+  const auto avg = strata::report::key_averages(t);
   CHECK(avg.device_name == "CUDA");
   const auto* mm = row(avg, "aten::mm");
   REQUIRE(mm != nullptr);
@@ -201,7 +210,7 @@ TEST_CASE("trace reader: B/E pairs, the array form, and a plain Chrome trace") {
   CHECK(t.events[1].end_ns == 10000);
   CHECK(t.skipped == 2);  // the unmatched E and B
   CHECK(t.tracks == 1);   // the unmatched E's (1, 2) holds no event
-  const auto avg = strata::key_averages(t);
+  const auto avg = strata::report::key_averages(t);
   CHECK(row(avg, "outer")->self_cpu_ns == 7000);
 }
 
@@ -231,7 +240,7 @@ TEST_CASE("trace reader: hostile names written by strata come back byte for byte
   strata_test::temp_dir dir("reader-hostile");
   strata::write_chrome_trace(d, dir / "trace.json");
 
-  const auto t = strata::read_trace(dir / "trace.json");
+  const auto t = strata::report::read_trace(dir / "trace.json");
   REQUIRE(t.events.size() == 4);
   CHECK(t.events[0].name == quoted.name);
   CHECK(t.events[1].name == controls.name);
@@ -239,7 +248,7 @@ TEST_CASE("trace reader: hostile names written by strata come back byte for byte
   CHECK(t.events[3].name == utf8.name);
 
   // The saved trace gives the same rows as the session it was written from.
-  const auto from_file = strata::key_averages(t);
+  const auto from_file = strata::report::key_averages(t);
   const auto from_session = strata::key_averages(d);
   CHECK(from_file.to_csv() == from_session.to_csv());
 
@@ -265,13 +274,13 @@ TEST_CASE("trace reader: errors name the file and what is wrong") {
 
   SUBCASE("missing file") {
     try {
-      strata::read_trace(dir / "missing.json");
+      strata::report::read_trace(dir / "missing.json");
       FAIL("no error");
     } catch (const strata::error& e) {
       CHECK(std::string(e.what()) ==
             "strata: cannot read trace '" + (dir / "missing.json").string() + "': no such file");
     }
-    CHECK_THROWS_AS(strata::read_trace(dir.path()), strata::error);
+    CHECK_THROWS_AS(strata::report::read_trace(dir.path()), strata::error);
   }
   SUBCASE("invalid JSON") {
     CHECK(message("{\"traceEvents\":[\n{\"ph\":}]}") ==
@@ -324,16 +333,16 @@ TEST_CASE("trace reader: errors name the file and what is wrong") {
   SUBCASE("an empty traceEvents array is an empty trace") {
     const auto t = read_text(dir, R"({"traceEvents":[]})");
     CHECK(t.events.empty());
-    CHECK(strata::key_averages(t).table().empty());
+    CHECK(strata::report::key_averages(t).table().empty());
   }
 }
 
 TEST_CASE("trace reader: from a stream") {
   std::istringstream in(strata_doc);
-  const auto t = strata::read_trace(in, "memory");
+  const auto t = strata::report::read_trace(in, "memory");
   CHECK(t.events.size() == 4);
   std::istringstream bad("?");
-  CHECK_THROWS_WITH_AS(strata::read_trace(bad, "memory"),
+  CHECK_THROWS_WITH_AS(strata::report::read_trace(bad, "memory"),
                        "strata: trace memory is not valid JSON: line 1: expected value",
                        strata::error);
 }
@@ -368,7 +377,7 @@ TEST_CASE("trace reader: facts that come after the events still decide the rules
 }
 
 TEST_CASE("trace reader: from memory, and values of every JSON type where text is expected") {
-  const auto t = strata::read_trace_bytes(R"({"traceEvents":[
+  const auto t = strata::report::read_trace_bytes(R"({"traceEvents":[
 {"ph":"X","name":null,"pid":true,"tid":[1],"ts":"1.5","dur":2,"args":{"correlation_id":"7","Input Dims":[[1,{"a":2}],"",[]]}},
 {"ph":"X","name":"dup","name":"second","ts":0,"ts":"x","dur":1,"args":{"Input Dims":"scalar"}},
 5, [1, 2], "text"
@@ -400,26 +409,26 @@ void write_gzip(const std::filesystem::path& path, const std::string& text, std:
 
 TEST_CASE("trace reader: gzip-compressed traces, recognised by their magic bytes") {
   strata_test::temp_dir dir("reader-gzip");
-  const auto plain = strata::read_trace_bytes(strata_doc);
+  const auto plain = strata::report::read_trace_bytes(strata_doc);
   SUBCASE("a .json.gz reads as the same trace") {
     write_gzip(dir / "trace.json.gz", strata_doc);
-    const auto t = strata::read_trace(dir / "trace.json.gz");
+    const auto t = strata::report::read_trace(dir / "trace.json.gz");
     CHECK(t.format == "strata");
-    CHECK(strata::key_averages(t).to_csv() == strata::key_averages(plain).to_csv());
+    CHECK(strata::report::key_averages(t).to_csv() == strata::report::key_averages(plain).to_csv());
   }
   SUBCASE("whatever the name") {
     write_gzip(dir / "trace.json", strata_doc);
-    CHECK(strata::read_trace(dir / "trace.json").events.size() == plain.events.size());
+    CHECK(strata::report::read_trace(dir / "trace.json").events.size() == plain.events.size());
   }
   SUBCASE("a truncated or corrupt gzip file is refused, naming the file") {
     const std::string file = "'" + (dir / "cut.json.gz").string() + "'";
     write_gzip(dir / "cut.json.gz", strata_doc, 40);
-    CHECK_THROWS_WITH_AS(strata::read_trace(dir / "cut.json.gz"),
+    CHECK_THROWS_WITH_AS(strata::report::read_trace(dir / "cut.json.gz"),
                          ("strata: cannot read trace " + file + ": its gzip data ends early (truncated?)").c_str(),
                          strata::error);
     strata_test::write_file(dir / "cut.json.gz", "\x1f\x8b\x08\x00 not deflate data at all"s);
     try {
-      strata::read_trace(dir / "cut.json.gz");
+      strata::report::read_trace(dir / "cut.json.gz");
       FAIL("no error");
     } catch (const strata::error& e) {
       CHECK(std::string(e.what()).starts_with("strata: cannot read trace " + file + ": its gzip data"));
@@ -449,7 +458,7 @@ TEST_CASE("trace reader: a steps track is read back as the steps of its thread")
   strata_test::temp_dir dir("reader-steps");
   strata::write_chrome_trace(d, dir / "trace.json");
 
-  const auto t = strata::read_trace(dir / "trace.json");
+  const auto t = strata::report::read_trace(dir / "trace.json");
   REQUIRE(t.events.size() == 4);
   CHECK(t.tracks == 2);
   for (const auto& e : t.events) {
@@ -459,7 +468,7 @@ TEST_CASE("trace reader: a steps track is read back as the steps of its thread")
     if (is_step) CHECK(e.steps_of == t.events[2].track);  // the thread's track
   }
   // The same rows as the session: each step's self time is what outer leaves of it.
-  const auto from_file = strata::key_averages(t);
+  const auto from_file = strata::report::key_averages(t);
   CHECK(from_file.to_csv() == strata::key_averages(d).to_csv());
   CHECK(row(from_file, "ProfilerStep#0")->self_cpu_ns == 1000);
   CHECK(row(from_file, "ProfilerStep#1")->self_cpu_ns == 2000);

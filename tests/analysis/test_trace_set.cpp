@@ -1,4 +1,4 @@
-// strata::trace_files() and key_averages_of_files(): several saved traces, read on two threads
+// strata::report::trace_files() and key_averages_of_files(): several saved traces, read on two threads
 // (run under ThreadSanitizer too). Expected values worked out by hand.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/analysis/trace_set.hpp"
+#include "report/trace_set.hpp"
 #include "support.hpp"
 
 namespace {
@@ -27,7 +27,7 @@ TEST_CASE("trace set: a directory stands for its trace files, in name order") {
   strata_test::write_file(dir / "ranks" / "notes.txt", "x");
   strata_test::write_file(dir / "ranks" / "nested" / "c.json", "x");
   const std::vector<std::filesystem::path> given{dir / "ranks", dir / "missing.json"};
-  const auto files = strata::trace_files(given);
+  const auto files = strata::report::trace_files(given);
   REQUIRE(files.size() == 3);
   CHECK(files[0] == dir / "ranks" / "a.json");
   CHECK(files[1] == dir / "ranks" / "b.pt.trace.json.gz");
@@ -35,7 +35,7 @@ TEST_CASE("trace set: a directory stands for its trace files, in name order") {
 
   std::filesystem::create_directories(dir / "empty");
   const std::vector<std::filesystem::path> empty{dir / "empty"};
-  CHECK_THROWS_WITH_AS(strata::trace_files(empty),
+  CHECK_THROWS_WITH_AS(strata::report::trace_files(empty),
                        ("strata: directory '" + (dir / "empty").string() +
                         "' holds no trace files (*.json, *.json.gz)").c_str(),
                        strata::error);
@@ -50,7 +50,7 @@ TEST_CASE("trace set: files read on two threads come back in the order given") {
   }
   for (unsigned threads : {1u, 2u, 16u}) {
     CAPTURE(threads);
-    const auto parts = strata::key_averages_of_files(files, {}, threads);
+    const auto parts = strata::report::key_averages_of_files(files, {}, threads);
     REQUIRE(parts.size() == files.size());
     for (std::size_t i = 0; i < parts.size(); ++i) {
       CHECK(parts[i].path == files[i]);
@@ -64,7 +64,7 @@ TEST_CASE("trace set: files read on two threads come back in the order given") {
     strata_test::write_file(files[3], "{");
     strata_test::write_file(files[6], "[]");
     try {
-      strata::key_averages_of_files(files, {}, 2);
+      strata::report::key_averages_of_files(files, {}, 2);
       FAIL("no error");
     } catch (const strata::error& e) {
       CHECK(std::string(e.what()).find("'" + files[3].string() + "'") != std::string::npos);

@@ -9,8 +9,8 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/args/op_args.hpp"
 #include "strata/export/chrome_trace.hpp"
-#include "strata/impl/args.hpp"
 #include "strata/profiler.hpp"
+#include "strata/detail/impl/args.hpp"
 #include "support.hpp"
 
 using strata::layer;
@@ -56,7 +56,7 @@ std::vector<const strata::record*> scopes_named(const strata::trace_data& d, std
   std::vector<const strata::record*> out;
   for (const auto& t : d.threads)
     for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == n) out.push_back(&r);
+      if (std::string_view(r.site->name) == n) out.push_back(&r);
   return out;
 }
 
@@ -92,7 +92,7 @@ TEST_CASE("one descriptor per call site and distinct argument set") {
   CHECK(a == b);
   CHECK(a != c);
   CHECK(std::string_view(a->name) == "aten::mm");
-  CHECK(a->where == layer::framework);
+  CHECK(a->layer == layer::framework);
   CHECK(a->line == 1);
   CHECK(std::string_view(a->input_shapes) == "[[4, 8], [8, 16]]");
   CHECK(std::string_view(c->input_shapes) == "[[2, 8], [8, 16]]");
@@ -115,7 +115,7 @@ TEST_CASE("with record_shapes off, the arguments are not even built") {
   CHECK(built == 0);
   const auto mm = scopes_named(prof.data(), "aten::mm");
   REQUIRE(mm.size() == 1);
-  CHECK(mm[0]->where == &mm_site);
+  CHECK(mm[0]->site == &mm_site);
 }
 
 TEST_CASE("with record_shapes on, shapes reach the records, the trace and key_averages") {
@@ -133,9 +133,9 @@ TEST_CASE("with record_shapes on, shapes reach the records, the trace and key_av
 
   const auto mm = scopes_named(prof.data(), "aten::mm");
   REQUIRE(mm.size() == 3);
-  CHECK(std::string_view(mm[0]->where->input_shapes) == "[[4, 8], [8, 16]]");
-  CHECK(mm[0]->where == mm[1]->where);
-  CHECK(std::string_view(mm[2]->where->input_shapes) == "[[2, 8], [8, 16]]");
+  CHECK(std::string_view(mm[0]->site->input_shapes) == "[[4, 8], [8, 16]]");
+  CHECK(mm[0]->site == mm[1]->site);
+  CHECK(std::string_view(mm[2]->site->input_shapes) == "[[2, 8], [8, 16]]");
 
   SUBCASE("key_averages groups by shape") {
     const auto avg = strata::key_averages(prof.data(), {.group_by_input_shape = true});

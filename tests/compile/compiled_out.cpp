@@ -2,7 +2,7 @@
 // -DSTRATA_ENABLED=0, and with every line that starts with STRATA_ (and the strata include)
 // deleted. The two disassemblies must be the same: compiled out, instrumentation costs nothing.
 // Keep each macro on a line of its own, so that deleting the line deletes exactly the macro.
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // tests/compile/two_tus.hpp: what the two translation units of the ODR check export.
 #pragma once
 
-#include "strata/core/site.hpp"
+#include "strata/record.hpp"
 
 namespace two_tus {
 void record_in_a();

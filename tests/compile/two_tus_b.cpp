@@ -1,6 +1,6 @@
 // Second of two translation units that include all of strata; test_two_tus.cpp links them.
-#include "strata/detail/registry.hpp"
 #include "strata/strata.hpp"
+#include "strata/detail/registry.hpp"
 #include "two_tus.hpp"
 
 namespace two_tus {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "strata/impl/c_api_state.hpp"
 #include "strata/strata.h"
+#include "strata/detail/impl/c_api_state.hpp"
 #include "support.hpp"
 
 namespace {
@@ -41,8 +41,8 @@ TEST_CASE("C API: nested ranges become nested scopes on the calling thread") {
   const auto mm = strata_test::named(t, "aten::mm");
   REQUIRE(outer.size() == 1);
   REQUIRE(mm.size() == 1);
-  CHECK(outer[0].layer_of() == strata::layer::user);
-  CHECK(mm[0].layer_of() == strata::layer::framework);
+  CHECK(outer[0].layer() == strata::layer::user);
+  CHECK(mm[0].layer() == strata::layer::framework);
   CHECK(strata_test::within(mm[0], outer[0]));
   CHECK(strata_test::named(t, "mark").size() == 1);
   CHECK(strata_test::counter_values(t, "queue depth") == std::vector<double>{3.5});
@@ -318,10 +318,10 @@ TEST_CASE("C API: instants and counters on any layer; the configured layers only
   const strata::thread_track& t = this_thread_track();
   const auto dispatched = strata_test::named(t, "dispatched");
   REQUIRE(dispatched.size() == 1);
-  CHECK(dispatched[0].layer_of() == strata::layer::framework);
-  CHECK(dispatched[0].where->kind == strata::record_kind::instant);
+  CHECK(dispatched[0].layer() == strata::layer::framework);
+  CHECK(dispatched[0].site->kind == strata::record_kind::instant);
   CHECK(strata_test::counter_values(t, "queue depth") == std::vector<double>{2.0, 5.0});
-  CHECK(strata_test::named(t, "queue depth")[0].layer_of() == strata::layer::runtime);
+  CHECK(strata_test::named(t, "queue depth")[0].layer() == strata::layer::runtime);
   CHECK(strata_test::named(t, "execute").size() == 1);
   CHECK(strata_test::named(t, "user mark").empty());
   CHECK(strata_test::named(t, "user counter").empty());

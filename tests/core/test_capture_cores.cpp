@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/core/capture_cores.hpp"
+#include "strata/device.hpp"
 #include "support.hpp"
 
 using strata::core_set;

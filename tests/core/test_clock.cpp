@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/core/clock.hpp"
+#include "strata/clock.hpp"
 
 namespace {
 

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <string>
 
-#include "strata/analysis/crash_dump_reader.hpp"
-#include "strata/core/crash_recorder.hpp"
-#include "strata/core/macros.hpp"
+#include "strata/crash_dump.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/detail/crash_recorder.hpp"
 #include "support.hpp"
 
 namespace {
@@ -20,7 +20,7 @@ void previous_handler(int) { previous_handler_ran = 1; }
 
 std::filesystem::path dump_of(const std::filesystem::path& dir) {
   return strata::detail::crash_recorder::dump_path(
-      dir.string(), static_cast<std::uint64_t>(strata::atomic_file::process_id()));
+      dir.string(), static_cast<std::uint64_t>(strata::detail::atomic_file::process_id()));
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ TEST_CASE("crash dump: a signal writes the records and then runs the previous ha
   {
     strata::profiler prof({.output_dir = dir.path().string(),
                            .buffer_capacity = 1024,
-                           .overflow = strata::overflow_policy::overwrite_oldest,
+                           .overflow = strata::overflow_policy::flight_recorder,
                            .crash_dump = true});
     prof.start();
     for (int i = 0; i < 1500; ++i) STRATA_SCOPE("ring scope");  // laps the 1024-record ring
@@ -73,8 +73,8 @@ TEST_CASE("crash dump: a signal writes the records and then runs the previous ha
   std::size_t scopes = 0, instants = 0;
   for (const strata::thread_track& t : dump->data.threads)
     for (const strata::record& r : t.records) {
-      if (std::string(r.where->name) == "ring scope") ++scopes;
-      if (std::string(r.where->name) == "quote \" and \x02") ++instants;
+      if (std::string(r.site->name) == "ring scope") ++scopes;
+      if (std::string(r.site->name) == "quote \" and \x02") ++instants;
     }
   CHECK(scopes == 1023);  // the newest 1024 records of the ring, the instant among them
   CHECK(instants == 1);

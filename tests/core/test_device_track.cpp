@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/device_track.hpp"
-#include "strata/core/macros.hpp"
+#include "strata/device.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 

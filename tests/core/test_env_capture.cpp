@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/env_capture.hpp"
+#include "strata/detail/env_capture.hpp"
 
 namespace {
 
@@ -48,12 +48,22 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->output_dir == "strata-out");
     CHECK(config->layers == strata::layer_set::all());
     CHECK(config->buffer_capacity == 65536);
-    CHECK(config->overflow == strata::overflow_policy::drop_newest);
+    CHECK(config->overflow == strata::overflow_policy::lossless);
     CHECK(config->capture_cores == "all");
     CHECK_FALSE(config->record_shapes);
     CHECK(config->memory_limit == std::size_t{256} << 20);
     CHECK(config->spill);
     CHECK_FALSE(config->crash_dump);
+  }
+  SUBCASE("STRATA_OVERFLOW takes the policies' former names too") {
+    for (const auto& [name, policy] : {std::pair{"drop_newest", strata::overflow_policy::lossless},
+                                       std::pair{"overwrite_oldest", strata::overflow_policy::flight_recorder},
+                                       std::pair{"lossless", strata::overflow_policy::lossless}}) {
+      const auto config = strata::capture_config_from_env(
+          fake_env{{{"STRATA_PROFILE", "1"}, {"STRATA_OVERFLOW", name}}}.lookup());
+      REQUIRE(config.has_value());
+      CHECK(config->overflow == policy);
+    }
   }
   SUBCASE("all set") {
     const auto config = strata::capture_config_from_env(
@@ -61,7 +71,7 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_OUTPUT_DIR", "/tmp/somewhere"},
                   {"STRATA_LAYERS", "framework, device"},
                   {"STRATA_BUFFER_CAPACITY", "4096"},
-                  {"STRATA_OVERFLOW", "overwrite_oldest"},
+                  {"STRATA_OVERFLOW", "flight_recorder"},
                   {"STRATA_CAPTURE_CORES", "0,2-3"},
                   {"STRATA_RECORD_SHAPES", "1"},
                   {"STRATA_MEMORY_LIMIT_MB", "64"},
@@ -72,7 +82,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->output_dir == "/tmp/somewhere");
     CHECK(config->layers == strata::layer_set{strata::layer::framework, strata::layer::device});
     CHECK(config->buffer_capacity == 4096);
-    CHECK(config->overflow == strata::overflow_policy::overwrite_oldest);
+    CHECK(config->overflow == strata::overflow_policy::flight_recorder);
     CHECK(config->capture_cores == "0,2-3");
     CHECK(config->record_shapes);
     CHECK(config->memory_limit == std::size_t{64} << 20);

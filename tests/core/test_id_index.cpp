@@ -5,7 +5,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "strata/core/id_index.hpp"
+#include "strata/detail/id_index.hpp"
 
 TEST_CASE("id_index: indices count from 0 in first-seen order") {
   strata::detail::id_index ids;

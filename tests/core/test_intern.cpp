@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
-#include "strata/core/intern.hpp"
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/detail/intern.hpp"
 #include "support.hpp"
 
 using strata::layer;
@@ -28,7 +28,7 @@ TEST_CASE("intern: the same name gives the same site, distinct names distinct si
   }
   SUBCASE("the site describes the name") {
     CHECK(std::string_view(a->name) == "intern test: load");
-    CHECK(a->where == layer::runtime);
+    CHECK(a->layer == layer::runtime);
     CHECK(a->kind == record_kind::scope);
     CHECK(std::string_view(a->file).empty());
     CHECK(a->line == 0);
@@ -69,12 +69,12 @@ TEST_CASE("dynamic scopes and instants record interned sites") {
   for (std::size_t i = 0; i < 9; ++i) {
     const auto& r = t->records[i];
     CHECK(r.kind() == record_kind::scope);
-    CHECK(r.where == strata::intern(layer::runtime, "dynamic scope name number " + std::to_string(i % 3)));
-    sites.insert(r.where);
+    CHECK(r.site == strata::intern(layer::runtime, "dynamic scope name number " + std::to_string(i % 3)));
+    sites.insert(r.site);
   }
   CHECK(sites.size() == 3);
   const auto& instant = t->records[9];
   CHECK(instant.kind() == record_kind::instant);
-  CHECK(instant.where == strata::intern(layer::user, "dynamic instant with a heap-allocated name",
+  CHECK(instant.site == strata::intern(layer::user, "dynamic instant with a heap-allocated name",
                                         record_kind::instant));
 }

@@ -1,7 +1,7 @@
 // layer and layer_set: which layers a profiler captures.
 #include <doctest/doctest.h>
 
-#include "strata/core/layer.hpp"
+#include "strata/record.hpp"
 
 using strata::layer;
 using strata::layer_set;

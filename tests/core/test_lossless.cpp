@@ -1,4 +1,4 @@
-// Lossless sessions (overflow_policy::drop_newest): threads record into blocks handed to the
+// Lossless sessions (overflow_policy::lossless): threads record into blocks handed to the
 // session, bounded by memory_limit and spilled to disk past it. Exact counts follow from the
 // block size (2048 records) and the limit: a session holds `memory_limit / 64 KiB` blocks besides
 // each thread's current one. Run under TSan too (threaded_tests).
@@ -21,13 +21,13 @@
 #include <unistd.h>
 #endif
 
-#include "strata/core/macros.hpp"
-#include "strata/core/record_block.hpp"
-#include "strata/core/record_order.hpp"
-#include "strata/detail/registry.hpp"
-#include "strata/core/trace_data.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/trace_data.hpp"
+#include "strata/detail/block_store.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/registry.hpp"
 #include "support.hpp"
 
 namespace {
@@ -154,10 +154,10 @@ TEST_CASE("spill round trip: hostile names and every record kind come back from 
   for (const auto& r : t->records) {
     switch (r.kind()) {
       case strata::record_kind::scope:
-        CHECK(std::string_view(r.where->name) == names[static_cast<std::size_t>(i_scope++) % names.size()]);
+        CHECK(std::string_view(r.site->name) == names[static_cast<std::size_t>(i_scope++) % names.size()]);
         break;
       case strata::record_kind::instant:
-        CHECK(std::string_view(r.where->name) == names[static_cast<std::size_t>(i_instant++) % names.size()]);
+        CHECK(std::string_view(r.site->name) == names[static_cast<std::size_t>(i_instant++) % names.size()]);
         break;
       default:
         break;

@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
@@ -108,7 +108,7 @@ TEST_CASE("on-demand: refused while another profiler records; invalid requests")
   CHECK(r.outcome == strata::capture_outcome::invalid);
   CHECK(r.message.find("schedule") != std::string::npos);
   strata::profiler_config bad = config;
-  bad.overflow = strata::overflow_policy::overwrite_oldest;
+  bad.overflow = strata::overflow_policy::flight_recorder;
   bad.buffer_capacity = 1000;  // a flight recorder's rings are a power of two
   CHECK(strata::request_capture({.steps = 2, .config = bad}).outcome ==
         strata::capture_outcome::invalid);

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 
@@ -42,8 +42,8 @@ std::vector<double> values(int from, int to) {
 
 }  // namespace
 
-TEST_CASE("drop_newest is lossless: buffer_capacity does not bound a session") {
-  const auto o = record_samples(8, strata::overflow_policy::drop_newest, 20000);
+TEST_CASE("lossless: buffer_capacity does not bound a session") {
+  const auto o = record_samples(8, strata::overflow_policy::lossless, 20000);
   CHECK(o.kept == values(0, 20000));
   CHECK(o.lost == 0);
   CHECK(o.stats.recorded == 20000);
@@ -52,41 +52,41 @@ TEST_CASE("drop_newest is lossless: buffer_capacity does not bound a session") {
   CHECK(o.stats.memory.spilled == 0);  // far below the default memory limit
 }
 
-TEST_CASE("overwrite_oldest: a flight recorder keeps exactly its newest records and counts the rest") {
+TEST_CASE("flight recorder: keeps exactly its newest records and counts the rest") {
   SUBCASE("capacity 8, 20 samples: 12..19 kept, 12 lost") {
-    const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 20);
+    const auto o = record_samples(8, strata::overflow_policy::flight_recorder, 20);
     CHECK(o.kept == values(12, 20));
     CHECK(o.lost == 12);
     CHECK(o.stats.recorded == 8);
     CHECK(o.stats.dropped == 12);
   }
   SUBCASE("capacity 8, 8 samples: all kept") {
-    const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 8);
+    const auto o = record_samples(8, strata::overflow_policy::flight_recorder, 8);
     CHECK(o.kept == values(0, 8));
     CHECK(o.lost == 0);
   }
   SUBCASE("capacity 8, 7 samples: all kept") {
-    const auto o = record_samples(8, strata::overflow_policy::overwrite_oldest, 7);
+    const auto o = record_samples(8, strata::overflow_policy::flight_recorder, 7);
     CHECK(o.kept == values(0, 7));
     CHECK(o.lost == 0);
   }
   SUBCASE("capacity 4096 (two blocks), 10,000 samples: the newest 4096") {
-    const auto o = record_samples(4096, strata::overflow_policy::overwrite_oldest, 10000);
+    const auto o = record_samples(4096, strata::overflow_policy::flight_recorder, 10000);
     CHECK(o.kept == values(10000 - 4096, 10000));
     CHECK(o.lost == 10000 - 4096);
   }
   SUBCASE("capacity 8192, 100,000 samples: the newest 8192, across many laps of its blocks") {
-    const auto o = record_samples(8192, strata::overflow_policy::overwrite_oldest, 100000);
+    const auto o = record_samples(8192, strata::overflow_policy::flight_recorder, 100000);
     CHECK(o.kept == values(100000 - 8192, 100000));
     CHECK(o.lost == 100000 - 8192);
     CHECK(o.stats.recorded == 8192);
   }
 }
 
-TEST_CASE("overwrite_oldest: stats() reads without changing what a flight recorder keeps") {
+TEST_CASE("flight recorder: stats() reads without changing what a flight recorder keeps") {
   // A user polling stats() every 10 records of a flight recorder of 8 still gets the newest 8.
   strata_test::temp_dir dir("overflow-poll");
-  strata::profiler prof(strata_test::config_in(dir, 8, strata::overflow_policy::overwrite_oldest));
+  strata::profiler prof(strata_test::config_in(dir, 8, strata::overflow_policy::flight_recorder));
   prof.start();
   for (int i = 0; i < 70; ++i) {
     STRATA_COUNTER("sample", i);

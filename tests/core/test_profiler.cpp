@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 
@@ -37,7 +37,7 @@ TEST_CASE("each configuration error is a strata::error naming the field") {
   };
 
   SUBCASE("buffer_capacity, of a flight recorder") {
-    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.overflow = strata::overflow_policy::flight_recorder;
     SUBCASE("zero") {
       config.buffer_capacity = 0;
       const std::string m = config_error(config);
@@ -108,14 +108,14 @@ TEST_CASE("valid configurations are accepted") {
   strata_test::temp_dir dir("valid");
   auto config = strata_test::config_in(dir);
   SUBCASE("a lossless session does not use buffer_capacity, so any value is accepted") {
-    REQUIRE(config.overflow == strata::overflow_policy::drop_newest);
+    REQUIRE(config.overflow == strata::overflow_policy::lossless);
     for (std::size_t capacity : {std::size_t{0}, std::size_t{1000}, strata::max_buffer_capacity * 2}) {
       config.buffer_capacity = capacity;
       CHECK(config_error(config) == "<no error>");
     }
   }
   SUBCASE("the smallest and largest buffers of a flight recorder") {
-    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.overflow = strata::overflow_policy::flight_recorder;
     config.buffer_capacity = 2;
     CHECK(config_error(config) == "<no error>");
     config.buffer_capacity = strata::max_buffer_capacity;  // allocated only when a thread records
@@ -220,7 +220,7 @@ TEST_CASE("stats() while running and after stop") {
   }
   SUBCASE("with losses: a flight recorder of 4, 6 records") {
     // Exactly the newest 4 survive (test_overflow.cpp).
-    strata::profiler prof(strata_test::config_in(dir, 4, strata::overflow_policy::overwrite_oldest));
+    strata::profiler prof(strata_test::config_in(dir, 4, strata::overflow_policy::flight_recorder));
     prof.start();
     for (int i = 0; i < 6; ++i) STRATA_INSTANT("six times");
     auto s = prof.stats();
@@ -259,7 +259,7 @@ TEST_CASE("a new session discards the previous one's records") {
 
 TEST_CASE("the session's data describes its process, thread and settings") {
   strata_test::temp_dir dir("data");
-  auto config = strata_test::config_in(dir, 32, strata::overflow_policy::overwrite_oldest);
+  auto config = strata_test::config_in(dir, 32, strata::overflow_policy::flight_recorder);
   config.layers = {layer::user, layer::runtime};
   strata::profiler prof(config);
   strata::set_thread_name("profiler test main");
@@ -271,7 +271,7 @@ TEST_CASE("the session's data describes its process, thread and settings") {
   CHECK(d.process_name == "strata-tests");
   CHECK(d.layers == strata::layer_set{layer::user, layer::runtime});
   CHECK(d.buffer_capacity == 32);
-  CHECK(d.overflow == strata::overflow_policy::overwrite_oldest);
+  CHECK(d.overflow == strata::overflow_policy::flight_recorder);
   CHECK(d.start_ticks <= d.stop_ticks);
   REQUIRE(d.threads.size() == 1);
   CHECK(d.threads[0].tid == strata_test::os_tid());

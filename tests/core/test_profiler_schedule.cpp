@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 
@@ -40,7 +40,7 @@ struct delivery {
   bool nested;  // every "work N" lies within its ProfilerStep#N (on its thread's steps track)
 };
 
-delivery deliver(const strata::profiler& p) {
+delivery deliver(strata::profiler& p) {
   delivery d{p.step_num(), p.window(), names(p.data()), true};
   for (const auto& t : p.data().threads) {
     const strata::thread_track* steps = strata_test::steps_track_of(p.data(), t.tid);

@@ -5,8 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/core/schedule.hpp"
-#include "strata/core/schedule_check.hpp"
+#include "strata/schedule.hpp"
 #include "support.hpp"
 
 using strata::profiler_action;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 
@@ -55,12 +55,12 @@ TEST_CASE("a scope records one interval pointing at its call site") {
   const auto& r = rs[0];
   CHECK(name_of(r) == "alpha");
   CHECK(r.kind() == record_kind::scope);
-  CHECK(r.layer_of() == layer::user);
+  CHECK(r.layer() == layer::user);
   CHECK(r.begin != 0);
   CHECK(r.begin <= r.end);
   CHECK(r.payload == 0);
-  CHECK(std::string_view(r.where->file).ends_with("test_scope.cpp"));
-  CHECK(r.where->line == static_cast<std::uint32_t>(line));
+  CHECK(std::string_view(r.site->file).ends_with("test_scope.cpp"));
+  CHECK(r.site->line == static_cast<std::uint32_t>(line));
 }
 
 TEST_CASE("scopes nest: the parent comes first and contains its children") {
@@ -77,10 +77,10 @@ TEST_CASE("scopes nest: the parent comes first and contains its children") {
   CHECK(name_of(rs[1]) == "first child");
   CHECK(name_of(rs[2]) == "second child");
   CHECK(name_of(rs[3]) == "grandchild");
-  CHECK(rs[0].layer_of() == layer::framework);
-  CHECK(rs[1].layer_of() == layer::runtime);
-  CHECK(rs[2].layer_of() == layer::device);
-  CHECK(rs[3].layer_of() == layer::user);
+  CHECK(rs[0].layer() == layer::framework);
+  CHECK(rs[1].layer() == layer::runtime);
+  CHECK(rs[2].layer() == layer::device);
+  CHECK(rs[3].layer() == layer::user);
   CHECK(within(rs[1], rs[0]));
   CHECK(within(rs[2], rs[0]));
   CHECK(within(rs[3], rs[2]));
@@ -95,8 +95,8 @@ TEST_CASE("two scopes in one block, even on one line, are distinct") {
   REQUIRE(rs.size() == 2);
   CHECK(name_of(rs[0]) == "same line a");
   CHECK(name_of(rs[1]) == "same line b");
-  CHECK(rs[0].where != rs[1].where);
-  CHECK(rs[0].where->line == rs[1].where->line);
+  CHECK(rs[0].site != rs[1].site);
+  CHECK(rs[0].site->line == rs[1].site->line);
   CHECK(within(rs[1], rs[0]));
 }
 
@@ -107,8 +107,8 @@ TEST_CASE("a call site keeps one descriptor across executions") {
     }
   });
   REQUIRE(rs.size() == 3);
-  CHECK(rs[0].where == rs[1].where);
-  CHECK(rs[1].where == rs[2].where);
+  CHECK(rs[0].site == rs[1].site);
+  CHECK(rs[1].site == rs[2].site);
   CHECK(rs[0].end <= rs[1].begin);
   CHECK(rs[1].end <= rs[2].begin);
 }
@@ -141,7 +141,7 @@ TEST_CASE("instants and counters") {
     REQUIRE(rs.size() == 2);
     CHECK(name_of(rs[1]) == "tick");
     CHECK(rs[1].kind() == record_kind::instant);
-    CHECK(rs[1].layer_of() == layer::runtime);
+    CHECK(rs[1].layer() == layer::runtime);
     CHECK(rs[1].begin == rs[1].end);
     CHECK(rs[0].begin <= rs[1].begin);
     CHECK(rs[1].begin <= rs[0].end);
@@ -162,7 +162,7 @@ TEST_CASE("instants and counters") {
     CHECK(rs[1].counter_value() == 3.0);
     CHECK(rs[2].counter_value() == 0.0);
     CHECK(std::signbit(rs[2].counter_value()));
-    CHECK(rs[2].layer_of() == layer::device);
+    CHECK(rs[2].layer() == layer::device);
     CHECK(std::isnan(rs[3].counter_value()));
     CHECK(std::isinf(rs[4].counter_value()));
     CHECK(rs[5].counter_value() == 1e300);
@@ -257,6 +257,6 @@ TEST_CASE("the scope class works without the macros") {
     s.set_payload(42);  // a correlation id known only after the scope opened
   });
   REQUIRE(rs.size() == 1);
-  CHECK(rs[0].where == &where);
+  CHECK(rs[0].site == &where);
   CHECK(rs[0].payload == 42);
 }

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "strata/core/session.hpp"
+#include "strata/detail/session.hpp"
 
 using strata::layer;
 using strata::record_kind;
@@ -19,7 +19,7 @@ constexpr strata::site level{"level", "f.cpp", 4, layer::user, record_kind::coun
 std::vector<const strata::site*> order_of(std::vector<strata::record> rs) {
   std::stable_sort(rs.begin(), rs.end(), strata::detail::record_order);
   std::vector<const strata::site*> out;
-  for (const auto& r : rs) out.push_back(r.where);
+  for (const auto& r : rs) out.push_back(r.site);
   return out;
 }
 

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/macros.hpp"
-#include "strata/core/trace_data.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/trace_data.hpp"
 #include "support.hpp"
 
 namespace {
@@ -23,7 +23,7 @@ std::size_t count_events(const std::string& json, std::string_view name) {
 
 TEST_CASE("snapshot: writes what the session holds and leaves it recording") {
   strata_test::temp_dir dir("snapshot");
-  for (const auto policy : {strata::overflow_policy::drop_newest, strata::overflow_policy::overwrite_oldest}) {
+  for (const auto policy : {strata::overflow_policy::lossless, strata::overflow_policy::flight_recorder}) {
     CAPTURE(static_cast<int>(policy));
     strata::profiler prof(strata_test::config_in(dir, 1024, policy));
     prof.start();
@@ -51,7 +51,7 @@ TEST_CASE("snapshot: writes what the session holds and leaves it recording") {
 
 TEST_CASE("snapshot: a flight recorder's newest records") {
   strata_test::temp_dir dir("snapshot");
-  strata::profiler prof(strata_test::config_in(dir, 64, strata::overflow_policy::overwrite_oldest));
+  strata::profiler prof(strata_test::config_in(dir, 64, strata::overflow_policy::flight_recorder));
   prof.start();
   for (int i = 0; i < 1000; ++i) STRATA_SCOPE("lap");
   const std::string json = strata_test::read_file(prof.snapshot().path);
@@ -63,7 +63,7 @@ TEST_CASE("snapshot: a flight recorder's newest records") {
 
 TEST_CASE("snapshot: while threads record, from another thread, across blocks and spills") {
   strata_test::temp_dir dir("snapshot");
-  for (const auto policy : {strata::overflow_policy::drop_newest, strata::overflow_policy::overwrite_oldest}) {
+  for (const auto policy : {strata::overflow_policy::lossless, strata::overflow_policy::flight_recorder}) {
     CAPTURE(static_cast<int>(policy));
     strata::profiler_config config = strata_test::config_in(dir, 4096, policy);
     config.memory_limit = strata::min_memory_limit * 2;  // a few blocks: spilling begins early
@@ -87,10 +87,10 @@ TEST_CASE("snapshot: while threads record, from another thread, across blocks an
     });
     for (auto& t : recorders) t.join();
     snapshots.join();
-    if (policy == strata::overflow_policy::drop_newest) CHECK(monotonic);
+    if (policy == strata::overflow_policy::lossless) CHECK(monotonic);
     const strata::export_result all = prof.snapshot((dir / "all.json").string());
     prof.stop();
-    if (policy == strata::overflow_policy::drop_newest) {
+    if (policy == strata::overflow_policy::lossless) {
       CHECK(count_events(strata_test::read_file(all.path), "busy") == 3 * per_thread);
       CHECK(strata_test::count_named(prof.data(), "busy") == 3 * per_thread);
     }

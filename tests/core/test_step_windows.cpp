@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 

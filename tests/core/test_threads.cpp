@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/intern.hpp"
-#include "strata/core/macros.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
+#include "strata/detail/intern.hpp"
 #include "support.hpp"
 
 using strata_test::counter_values;
@@ -173,7 +173,7 @@ TEST_CASE("stats() while a thread records: every record is kept or counted") {
   const auto values = counter_values(*t, "sample");
   CHECK(values.size() == s.recorded);
   REQUIRE_FALSE(values.empty());
-  CHECK(values.front() == 0);  // drop_newest never loses the first records
+  CHECK(values.front() == 0);  // a lossless session never loses the first records
   bool increasing = true;
   for (std::size_t i = 1; i < values.size(); ++i) increasing = increasing && values[i] > values[i - 1];
   CHECK(increasing);

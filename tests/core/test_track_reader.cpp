@@ -8,9 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "strata/core/record_order.hpp"
-#include "strata/core/spill_file.hpp"
-#include "strata/core/track_reader.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/spill_file.hpp"
 #include "support.hpp"
 
 using strata::layer;
@@ -64,7 +63,7 @@ std::vector<record> expected_order(std::vector<record> rs, std::uint64_t floor) 
 
 bool same(const std::vector<record>& a, const std::vector<record>& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const record& x, const record& y) {
-           return x.begin == y.begin && x.end == y.end && x.where == y.where && x.payload == y.payload;
+           return x.begin == y.begin && x.end == y.end && x.site == y.site && x.payload == y.payload;
          });
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/export/atomic_file.hpp"
+#include "strata/detail/trace_file.hpp"
 #include "support.hpp"
 #include "write_limit.hpp"
 
@@ -16,7 +16,7 @@ TEST_CASE("atomic_file: commit puts exactly the written bytes in place") {
   const auto target = dir / "out.json";
 
   SUBCASE("a new file") {
-    strata::atomic_file f(target);
+    strata::detail::atomic_file f(target);
     f.write("{\"a\":");
     f.write("");
     f.write("1}");
@@ -28,7 +28,7 @@ TEST_CASE("atomic_file: commit puts exactly the written bytes in place") {
   }
   SUBCASE("an existing file is replaced whole") {
     strata_test::write_file(target, "old content that is longer than the new one");
-    strata::atomic_file f(target);
+    strata::detail::atomic_file f(target);
     f.write("new");
     CHECK(read_file(target) == "old content that is longer than the new one");
     f.commit();
@@ -43,7 +43,7 @@ TEST_CASE("atomic_file: abandoned without commit, it leaves no file behind") {
 
   SUBCASE("no file before") {
     {
-      strata::atomic_file f(target);
+      strata::detail::atomic_file f(target);
       f.write("half a trace");
       CHECK(dir.entries().size() == 1);  // the temporary file
     }
@@ -52,7 +52,7 @@ TEST_CASE("atomic_file: abandoned without commit, it leaves no file behind") {
   SUBCASE("an existing file keeps its content") {
     strata_test::write_file(target, "previous trace");
     {
-      strata::atomic_file f(target);
+      strata::detail::atomic_file f(target);
       f.write("half a trace");
     }
     CHECK(read_file(target) == "previous trace");
@@ -66,7 +66,7 @@ TEST_CASE("atomic_file: failures raise strata::error and remove the temporary fi
   SUBCASE("a directory that cannot exist (below a regular file)") {
     strata_test::write_file(dir / "a_file", "x");
     const auto target = dir / "a_file" / "sub" / "out.json";
-    CHECK_THROWS_WITH_AS(strata::atomic_file{target}, doctest::Contains("cannot write"),
+    CHECK_THROWS_WITH_AS(strata::detail::atomic_file{target}, doctest::Contains("cannot write"),
                          strata::error);
     CHECK(dir.entries() == std::vector<std::string>{"a_file"});
   }
@@ -74,7 +74,7 @@ TEST_CASE("atomic_file: failures raise strata::error and remove the temporary fi
     std::filesystem::create_directory(dir / "taken");
     strata_test::write_file(dir / "taken" / "inside", "kept");
     {
-      strata::atomic_file f(dir / "taken");
+      strata::detail::atomic_file f(dir / "taken");
       f.write("data");
       CHECK_THROWS_WITH_AS(f.commit(), doctest::Contains("cannot rename"), strata::error);
     }
@@ -84,7 +84,7 @@ TEST_CASE("atomic_file: failures raise strata::error and remove the temporary fi
   SUBCASE("a write fails (file size limit): large writes fail in write()") {
     strata_test::write_file(dir / "out.json", "previous");
     {
-      strata::atomic_file f(dir / "out.json");
+      strata::detail::atomic_file f(dir / "out.json");
       strata_test::write_limit limit(1000);
       CHECK_THROWS_AS(f.write(std::string(100000, 'x')), strata::error);
     }
@@ -93,7 +93,7 @@ TEST_CASE("atomic_file: failures raise strata::error and remove the temporary fi
   }
   SUBCASE("a write fails (file size limit): small buffered writes fail at commit()") {
     {
-      strata::atomic_file f(dir / "out.json");
+      strata::detail::atomic_file f(dir / "out.json");
       strata_test::write_limit limit(1000);
       for (int i = 0; i < 100; ++i) f.write("0123456789abcdef0123");  // 2000 bytes, buffered
       CHECK_THROWS_WITH_AS(f.commit(), doctest::Contains("cannot"), strata::error);

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/macros.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
 #include "write_limit.hpp"
@@ -95,7 +95,7 @@ TEST_CASE("chrome trace: the exact file for a hand-built session") {
   const std::string expected =
       "{\"displayTimeUnit\":\"ns\",\n"
       "\"otherData\":{\"strata_version\":\"" STRATA_VERSION_STRING "\",\"clock_source\":\"steady_clock\","
-      "\"ns_per_tick\":1,\"overflow_policy\":\"drop_newest\",\"buffer_capacity\":8,\"recorded\":6,"
+      "\"ns_per_tick\":1,\"overflow_policy\":\"lossless\",\"buffer_capacity\":8,\"recorded\":6,"
       "\"dropped\":2,\"threads\":2,\"layers\":\"framework,user\",\"session_start_us\":0.500,"
       "\"session_stop_us\":9.000},\n"
       "\"strataThreads\":[{\"pid\":7,\"tid\":11,\"name\":\"main\",\"recorded\":5,\"dropped\":2,\"exited\":false},"
@@ -111,7 +111,7 @@ TEST_CASE("chrome trace: the exact file for a hand-built session") {
       R"({"ph":"i","cat":"user","name":"tick","pid":7,"tid":11,"ts":2.000,"s":"t"},)" "\n"
       R"({"ph":"C","cat":"device","name":"depth","pid":7,"tid":11,"ts":3.000,"args":{"value":0.5}},)" "\n"
       R"({"ph":"C","cat":"device","name":"nan","pid":7,"tid":11,"ts":3.200,"args":{"value":null}},)" "\n"
-      R"j({"ph":"i","s":"t","cat":"strata","name":"strata: 2 records lost (drop_newest)","pid":7,"tid":11,"ts":9.000,"args":{"lost":2}},)j" "\n"
+      R"j({"ph":"i","s":"t","cat":"strata","name":"strata: 2 records lost (lossless)","pid":7,"tid":11,"ts":9.000,"args":{"lost":2}},)j" "\n"
       R"({"ph":"i","cat":"user","name":"tick","pid":7,"tid":12,"ts":4.000,"s":"t","args":{"correlation_id":9}})" "\n"
       "]}\n";
 
@@ -132,7 +132,7 @@ TEST_CASE("chrome trace: an empty session is still a complete file") {
   CHECK(read_file(dir / "trace.json") ==
         "{\"displayTimeUnit\":\"ns\",\n"
         "\"otherData\":{\"strata_version\":\"" STRATA_VERSION_STRING "\",\"clock_source\":\"steady_clock\","
-        "\"ns_per_tick\":1,\"overflow_policy\":\"drop_newest\",\"buffer_capacity\":0,\"recorded\":0,"
+        "\"ns_per_tick\":1,\"overflow_policy\":\"lossless\",\"buffer_capacity\":0,\"recorded\":0,"
         "\"dropped\":0,\"threads\":0,\"layers\":\"\",\"session_start_us\":0.000,"
         "\"session_stop_us\":0.000},\n"
         "\"strataThreads\":[],\n"
@@ -208,7 +208,7 @@ TEST_CASE("chrome trace: a recorded session") {
 
 TEST_CASE("chrome trace: lost records show as an instant on the thread's track") {
   strata_test::temp_dir dir("trace-lost");
-  SUBCASE("drop_newest past the memory limit, spilling off: two blocks kept, 6 lost") {
+  SUBCASE("lossless past the memory limit, spilling off: two blocks kept, 6 lost") {
     auto config = strata_test::config_in(dir);
     config.memory_limit = std::size_t{1} << 16;  // one block besides the thread's current one
     config.spill = false;
@@ -220,15 +220,15 @@ TEST_CASE("chrome trace: lost records show as an instant on the thread's track")
     const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
     const auto lost = lines_with(text, "records lost");
     REQUIRE(lost.size() == 1);
-    CHECK(lost[0] == R"j({"ph":"i","s":"t","cat":"strata","name":"strata: 6 records lost (drop_newest)","pid":)j" +
+    CHECK(lost[0] == R"j({"ph":"i","s":"t","cat":"strata","name":"strata: 6 records lost (lossless)","pid":)j" +
                          std::to_string(::getpid()) + ",\"tid\":" + std::to_string(strata_test::os_tid()) +
                          ",\"ts\":" + us(prof.data().clock.to_ns(prof.data().stop_ticks)) +
                          R"(,"args":{"lost":6}})");
     CHECK(lines_with(text, "\"name\":\"flood\"").size() == 2 * 2048);
     CHECK(text.find("\"recorded\":4096,\"dropped\":6,") != std::string::npos);
   }
-  SUBCASE("overwrite_oldest: capacity 4, 10 instants, 4 kept, 6 lost") {
-    auto config = strata_test::config_in(dir, 4, strata::overflow_policy::overwrite_oldest);
+  SUBCASE("flight recorder: capacity 4, 10 instants, 4 kept, 6 lost") {
+    auto config = strata_test::config_in(dir, 4, strata::overflow_policy::flight_recorder);
     strata::profiler prof(config);
     prof.start();
     for (int i = 0; i < 10; ++i) STRATA_INSTANT("flood");
@@ -237,10 +237,10 @@ TEST_CASE("chrome trace: lost records show as an instant on the thread's track")
     const std::string text = read_file(std::filesystem::path(config.output_dir) / "trace.json");
     const auto lost = lines_with(text, "records lost");
     REQUIRE(lost.size() == 1);
-    CHECK(lost[0].find(R"j("name":"strata: 6 records lost (overwrite_oldest)")j") != std::string::npos);
+    CHECK(lost[0].find(R"j("name":"strata: 6 records lost (flight_recorder)")j") != std::string::npos);
     CHECK(lost[0].find(R"("args":{"lost":6}})") != std::string::npos);
     CHECK(lines_with(text, "\"name\":\"flood\"").size() == 4);
-    CHECK(text.find("\"overflow_policy\":\"overwrite_oldest\"") != std::string::npos);
+    CHECK(text.find("\"overflow_policy\":\"flight_recorder\"") != std::string::npos);
   }
 }
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/export/decimal.hpp"
+#include "strata/export/chrome_trace.hpp"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "strata/core/device_track.hpp"
+#include "strata/device.hpp"
 #include "strata/export/chrome_trace.hpp"
-#include "strata/export/flows.hpp"
+#include "strata/detail/flows.hpp"
 #include "support.hpp"
 
 using strata::layer;

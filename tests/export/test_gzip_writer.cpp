@@ -12,8 +12,7 @@
 #include <zlib.h>  // only to compare strata's declaration of z_stream with zlib's
 
 #include "strata/export/chrome_trace.hpp"
-#include "strata/export/gzip_writer.hpp"
-#include "strata/export/trace_file.hpp"
+#include "strata/detail/trace_file.hpp"
 #include "support.hpp"
 
 using strata_test::read_file;
@@ -72,7 +71,7 @@ TEST_CASE("gzip_file: a valid gzip stream of everything written, renamed into pl
   std::string input;
   for (int i = 0; i < 200000; ++i) input += "{\"ph\":\"X\",\"name\":\"step " + std::to_string(i % 97) + "\"},\n";
   REQUIRE(input.size() > (std::size_t{1} << 22));  // several output chunks
-  strata::gzip_file f(dir / "t.gz");
+  strata::detail::gzip_file f(dir / "t.gz");
   f.write(std::string_view(input).substr(0, 1000));
   f.write(std::string_view(input).substr(1000));
   CHECK(dir.entries().size() == 1);  // only the temporary file so far
@@ -88,23 +87,23 @@ TEST_CASE("gzip_file: a valid gzip stream of everything written, renamed into pl
 TEST_CASE("gzip_file: an empty input and an abandoned file") {
   strata_test::temp_dir dir;
   {
-    strata::gzip_file f(dir / "empty.gz");
+    strata::detail::gzip_file f(dir / "empty.gz");
     f.commit();
   }
   gzip_test::check_gzip_of(read_file(dir / "empty.gz"), "");
   {
-    strata::gzip_file f(dir / "abandoned.gz");
+    strata::detail::gzip_file f(dir / "abandoned.gz");
     f.write("never committed");
   }
   CHECK(dir.entries() == std::vector<std::string>{"empty.gz"});
 }
 
 TEST_CASE("trace writers compress a path ending in .gz and only that") {
-  CHECK(strata::trace_file::is_gzip_path("a/trace.json.gz"));
-  CHECK(strata::trace_file::is_gzip_path("trace.pftrace.gz"));
-  CHECK_FALSE(strata::trace_file::is_gzip_path("trace.json"));
-  CHECK_FALSE(strata::trace_file::is_gzip_path("trace.gzip"));
-  CHECK_FALSE(strata::trace_file::is_gzip_path("gz"));
+  CHECK(strata::detail::trace_file::is_gzip_path("a/trace.json.gz"));
+  CHECK(strata::detail::trace_file::is_gzip_path("trace.pftrace.gz"));
+  CHECK_FALSE(strata::detail::trace_file::is_gzip_path("trace.json"));
+  CHECK_FALSE(strata::detail::trace_file::is_gzip_path("trace.gzip"));
+  CHECK_FALSE(strata::detail::trace_file::is_gzip_path("gz"));
 
   strata_test::temp_dir dir;
   strata::trace_data d;

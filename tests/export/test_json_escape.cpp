@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/export/json_escape.hpp"
+#include "strata/detail/json_escape.hpp"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/core/session.hpp"
 #include "strata/export/perfetto_trace.hpp"
+#include "strata/detail/session.hpp"
 #include "support.hpp"
 
 using strata::layer;
@@ -223,7 +223,7 @@ TEST_CASE("perfetto trace: lost records are an instant at the session's stop") {
   REQUIRE(events.size() == 3);
   CHECK(events[2].type == instant);
   CHECK(events[2].ts == 9000);
-  CHECK(events[2].name == "strata: 3 records lost (drop_newest)");
+  CHECK(events[2].name == "strata: 3 records lost (lossless)");
 }
 
 TEST_CASE("perfetto trace: written atomically; an unwritable path raises and leaves nothing") {

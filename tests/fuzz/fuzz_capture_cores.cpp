@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/core/capture_cores.hpp"
+#include "strata/device.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "strata/analysis/crash_dump_reader.hpp"
+#include "strata/crash_dump.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::unique_ptr<strata::crash_dump> dump;

@@ -13,7 +13,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "strata/env_capture.hpp"
+#include "strata/detail/env_capture.hpp"
 #define STRATA_IMPLEMENTATION  // the fuzzer is a program of its own: strata compiled here
 #include "strata/profiler.hpp"
 

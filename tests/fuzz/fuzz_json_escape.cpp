@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "strata/analysis/rapidjson_reader.hpp"
-#include "strata/export/json_escape.hpp"
+#include "strata/detail/json_escape.hpp"
+#include "report/rapidjson_reader.hpp"
 
 namespace {
 

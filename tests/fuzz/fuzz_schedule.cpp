@@ -7,8 +7,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "strata/core/schedule.hpp"
-#include "strata/core/schedule_check.hpp"
+#include "strata/schedule.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);

@@ -7,13 +7,13 @@
 #include <span>
 #include <string_view>
 
-#include "strata/analysis/trace_reader.hpp"
+#include "report/trace_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  strata::saved_trace t;
+  strata::report::saved_trace t;
   try {
-    t = strata::read_trace_bytes(input, "fuzz input");
+    t = strata::report::read_trace_bytes(input, "fuzz input");
   } catch (const strata::error&) {
     return 0;  // a refusal, with a message: what a bad trace should get
   }

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "strata/analysis/key_averages.hpp"
-#include "strata/export/flows.hpp"
 #include "strata/profiler.hpp"
 #include "strata/sim/dispatcher.hpp"
 #include "strata/sim/eager_ops.hpp"
+#include "strata/detail/flows.hpp"
 #include "support.hpp"
 
 namespace sim = strata::sim;
@@ -225,8 +225,8 @@ TEST_CASE("custom kernels dispatch like aten ops") {
   std::size_t with_id = 0;
   for (const auto& t : prof.data().threads)
     for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == "custom::softmax") {
-        CHECK(r.layer_of() == strata::layer::framework);
+      if (std::string_view(r.site->name) == "custom::softmax") {
+        CHECK(r.layer() == strata::layer::framework);
         with_id += r.payload != 0;
       }
   CHECK(with_id == 2);
@@ -252,8 +252,8 @@ TEST_CASE("every device record is reached from a framework op, by id and by flow
   std::map<std::uint64_t, std::string> framework_ids;  // id -> op
   for (const auto& t : d.threads)
     for (const auto& r : t.records)
-      if (t.pid == 0 && r.layer_of() == strata::layer::framework && r.payload != 0)
-        framework_ids[r.payload] = r.where->name;
+      if (t.pid == 0 && r.layer() == strata::layer::framework && r.payload != 0)
+        framework_ids[r.payload] = r.site->name;
   CHECK(framework_ids.size() == 6);
   std::size_t device_records = 0;
   for (const auto& t : d.threads) {
@@ -262,7 +262,7 @@ TEST_CASE("every device record is reached from a framework op, by id and by flow
       // Counter samples (SBUF used, ...) belong to the core, not to one op; the queue lanes
       // are the runtime's.
       if (r.kind() == strata::record_kind::counter) continue;
-      if (r.where->category != nullptr && std::string_view(r.where->category) == "runtime.queue") continue;
+      if (r.site->category != nullptr && std::string_view(r.site->category) == "runtime.queue") continue;
       ++device_records;
       CHECK(framework_ids.count(r.payload) == 1);
     }
@@ -284,13 +284,13 @@ TEST_CASE("every device record is reached from a framework op, by id and by flow
       // To a device track, from the runtime call that launched the work: the kernel starts
       // when submitted (an idle core) or when the core is free (then nrt::execute may have
       // begun before it).
-      const std::string_view from = first.where->name;
+      const std::string_view from = first.site->name;
       CHECK((from == "nrt::submit" || from == "nrt::execute"));
       reached_device.insert(points[1]->correlation_id);
-    } else if (first.layer_of() == strata::layer::framework) {
+    } else if (first.layer() == strata::layer::framework) {
       for (const auto* p : points) {
         CHECK(d.threads[p->thread].pid == 0);  // queue waits are not part of the path
-        chains[p->correlation_id].push_back(rec(p).where->name);
+        chains[p->correlation_id].push_back(rec(p).site->name);
       }
     }
   }
@@ -375,9 +375,9 @@ TEST_CASE("record_shapes: framework ops carry their input shapes") {
   std::string mul_shapes;
   for (const auto& t : prof.data().threads)
     for (const auto& r : t.records) {
-      const std::string_view n = r.where->name;
-      if (n == "aten::div") div_shapes.push_back(r.where->input_shapes ? r.where->input_shapes : "");
-      if (n == "aten::mul") mul_shapes = r.where->input_shapes ? r.where->input_shapes : "";
+      const std::string_view n = r.site->name;
+      if (n == "aten::div") div_shapes.push_back(r.site->input_shapes ? r.site->input_shapes : "");
+      if (n == "aten::mul") mul_shapes = r.site->input_shapes ? r.site->input_shapes : "";
     }
   CHECK(div_shapes == std::vector<std::string>{"[[128, 64], [128, 1]]", "[[128, 64], [128, 1]]",
                                                "[[256, 64], [256, 1]]"});

@@ -40,8 +40,8 @@ std::size_t framework_records(const strata::trace_data& d, std::string_view pref
   std::size_t n = 0;
   for (const auto& t : d.threads)
     for (const auto& r : t.records)
-      if (t.pid == 0 && r.layer_of() == strata::layer::framework &&
-          std::string_view(r.where->name).substr(0, prefix.size()) == prefix)
+      if (t.pid == 0 && r.layer() == strata::layer::framework &&
+          std::string_view(r.site->name).substr(0, prefix.size()) == prefix)
         ++n;
   return n;
 }

@@ -48,7 +48,7 @@ TEST_CASE("numerics: load and store copy regions between HBM and SBUF") {
     auto t = k.load(x, {70, 10}, {128, 50});
     CHECK(t.partitions() == 128);
     CHECK(t.free_size() == 50);
-    CHECK(t.where() == sim::memory::sbuf);
+    CHECK(t.buffer() == sim::memory::sbuf);
     for (std::size_t p = 0; p < 128; ++p)
       for (std::size_t f = 0; f < 50; ++f) REQUIRE(t.at(p, f) == data[(70 + p) * 100 + 10 + f]);
     k.store(y, {1, 2}, t);
@@ -77,7 +77,7 @@ TEST_CASE("numerics: matmul is stationary^T @ moving, with and without accumulat
     auto st = k.load(hs, {0, 0}, {K, M});
     auto mv = k.load(hm, {0, 0}, {K, N});
     auto out = k.matmul(st, mv);
-    CHECK(out.where() == sim::memory::psum);
+    CHECK(out.buffer() == sim::memory::psum);
     CHECK(out.type() == sim::dtype::fp32);
     CHECK(out.partitions() == M);
     CHECK(out.free_size() == N);
@@ -100,7 +100,7 @@ TEST_CASE("numerics: transpose swaps partitions and free into PSUM") {
   auto x = core.upload("x", d, {P, F});
   core.run("t", [&](sim::kernel& k) {
     auto t = k.transpose(k.load(x, {0, 0}, {P, F}));
-    CHECK(t.where() == sim::memory::psum);
+    CHECK(t.buffer() == sim::memory::psum);
     REQUIRE(t.partitions() == F);
     REQUIRE(t.free_size() == P);
     for (std::size_t p = 0; p < P; ++p)
@@ -221,7 +221,7 @@ TEST_CASE("numerics: tensor_copy, memset and iota") {
   core.run("misc", [&](sim::kernel& k) {
     auto t = k.load(ha, {0, 0}, {P, F});
     auto c = k.tensor_copy(k.transpose(t), sim::engine_kind::scalar, sim::dtype::bf16);
-    CHECK(c.where() == sim::memory::sbuf);
+    CHECK(c.buffer() == sim::memory::sbuf);
     CHECK(c.type() == sim::dtype::bf16);
     for (std::size_t p = 0; p < P; ++p)
       for (std::size_t f = 0; f < F; ++f) REQUIRE(c.at(f, p) == a[p * F + f]);

@@ -72,16 +72,16 @@ TEST_CASE("record_execution: tracks, exact simulated times, correlation ids, cat
   CHECK(kernel->tid == sim::kernel_track);
   REQUIRE(kernel->records.size() == 3 + ex.counters.size());
   const strata::record& run = kernel->records[0];
-  CHECK(std::string_view(run.where->name) == "exp_kernel");
-  CHECK(run.where->category == nullptr);  // the execution itself: what key_averages counts
+  CHECK(std::string_view(run.site->name) == "exp_kernel");
+  CHECK(run.site->category == nullptr);  // the execution itself: what key_averages counts
   CHECK(run.payload == 9);
   CHECK(d.ns_of(*kernel, run.begin) == launch);
   CHECK(dur(d, *kernel, run) == rounded_ns(ex.duration_ps));
-  CHECK(std::string_view(kernel->records[1].where->name) == "all");
-  CHECK(std::string_view(kernel->records[1].where->category) == "device.phase");
+  CHECK(std::string_view(kernel->records[1].site->name) == "all");
+  CHECK(std::string_view(kernel->records[1].site->category) == "device.phase");
   const auto compute = strata_test::named(*kernel, "compute");
   REQUIRE(compute.size() == 1);
-  CHECK(std::string_view(compute[0].where->category) == "device.phase");
+  CHECK(std::string_view(compute[0].site->category) == "device.phase");
   CHECK(strata_test::scopes_nest(kernel->records));
   CHECK(strata_test::counter_values(*kernel, "SBUF used (bytes)").size() ==
         ex.counter("SBUF used (bytes)").size());
@@ -93,15 +93,15 @@ TEST_CASE("record_execution: tracks, exact simulated times, correlation ids, cat
     CHECK(t->tid == 1 + in.engine.track_index());
     bool found = false;
     for (const auto& r : t->records) {
-      if (std::string_view(r.where->name) != in.name) continue;
+      if (std::string_view(r.site->name) != in.name) continue;
       found = true;
-      CHECK(std::string_view(r.where->category) == "device.engine");
+      CHECK(std::string_view(r.site->category) == "device.engine");
       CHECK(r.payload == 9);
       CHECK(d.ns_of(*t, r.begin) == launch + rounded_ns(in.start_ps));
       CHECK(d.ns_of(*t, r.end) == launch + rounded_ns(in.end_ps));
       const std::string want_args = in.bytes != 0 ? "\"bytes\":" + std::to_string(in.bytes)
                                                   : "\"cycles\":" + std::to_string(in.cycles);
-      CHECK(std::string_view(r.where->args_json) == want_args);
+      CHECK(std::string_view(r.site->args_json) == want_args);
     }
     CHECK(found);
   }

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "strata/analysis/key_averages.hpp"
-#include "strata/core/correlation.hpp"
-#include "strata/core/device_track.hpp"
+#include "strata/device.hpp"
 #include "strata/profiler.hpp"
+#include "strata/scope.hpp"
 #include "strata/sim/runtime.hpp"
 #include "support.hpp"
 
@@ -113,7 +113,7 @@ TEST_CASE("runtime: one core runs its queue in order; two cores run at the same 
   std::size_t waits = 0;
   for (const auto& t : prof.data().threads)
     for (const auto& r : t.records)
-      if (std::string_view(r.where->name) == "queue wait") {
+      if (std::string_view(r.site->name) == "queue wait") {
         ++waits;
         CHECK(t.pid == strata::device_pid(0));
         CHECK(t.name.rfind("Queue ", 0) == 0);
@@ -146,7 +146,7 @@ TEST_CASE("runtime: an op's correlation id reaches its runtime calls and device 
   for (const auto& t : d.threads)
     for (const auto& r : t.records) {
       if (r.payload != id) continue;
-      (t.pid == 0 ? host_names : core_names).push_back(r.where->name);
+      (t.pid == 0 ? host_names : core_names).push_back(r.site->name);
     }
   std::sort(host_names.begin(), host_names.end());
   std::sort(core_names.begin(), core_names.end());

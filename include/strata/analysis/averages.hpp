@@ -2,7 +2,7 @@
 // (torch.profiler's text table, CSV, JSON; rules: docs/key-averages.md).
 //
 // Declarations only, so that the file that runs a session (strata/profiler.hpp) stays light: the
-// printing is compiled with strata's implementation (impl/averages_table.hpp).
+// printing is compiled with strata's implementation (detail/impl/averages_table.hpp).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/core/overflow_policy.hpp"
+#include "strata/profiler_config.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -72,7 +72,7 @@ struct averages {
   std::vector<average_row> rows = {};
   std::string device_name = "NEURON";  ///< the device column label, as torch's use_device
   std::uint64_t records_lost = 0;      ///< records dropped while capturing: times undercount
-  overflow_policy overflow = overflow_policy::drop_newest;
+  overflow_policy overflow = overflow_policy::lossless;
 
   /// Sum of self CPU time over all rows (the CPU percentages' denominator).
   std::int64_t self_cpu_total_ns() const noexcept {

@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "strata/analysis/averages.hpp"
-#include "strata/analysis/table_format.hpp"
-#include "strata/export/json_escape.hpp"
+#include "strata/detail/json_escape.hpp"
+#include "strata/detail/table_format.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -16,13 +16,11 @@
 #include <vector>
 
 #include "strata/analysis/averages.hpp"
-#include "strata/analysis/table_format.hpp"
-#include "strata/core/id_index.hpp"
-#include "strata/core/layer.hpp"
-#include "strata/core/record.hpp"
-#include "strata/core/session.hpp"
-#include "strata/core/site.hpp"
-#include "strata/core/track_reader.hpp"
+#include "strata/record.hpp"
+#include "strata/detail/id_index.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/session.hpp"
+#include "strata/detail/table_format.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -30,7 +28,7 @@ inline namespace v1 {
 /// One interval, independent of where it came from (a session's records, a parsed trace.json).
 struct op_event {
   std::string name = {};
-  layer where = layer::framework;  ///< layer::device: a device event; any other: a host event
+  ::strata::layer layer = layer::framework;  ///< layer::device: a device event; any other: a host event
   std::uint64_t track = 0;         ///< events nest only within one track (a thread)
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;         ///< an end before begin counts as begin
@@ -74,7 +72,7 @@ inline std::int64_t duration(const op_event& e) noexcept {
 inline averages key_averages(std::span<const op_event> events, const key_averages_options& opt = {}) {
   using detail::ka_node;
   const std::size_t n = events.size();
-  const auto is_device = [&](std::size_t i) { return events[i].where == layer::device; };
+  const auto is_device = [&](std::size_t i) { return events[i].layer == layer::device; };
   const auto is_step = [&](std::size_t i) {
     return events[i].steps_of != op_event::not_a_step && !is_device(i);
   };
@@ -131,7 +129,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   // see it in their device total.
   if (opt.correlate_device_time) {
     const auto is_op = [&](std::size_t i) {
-      return events[i].where == layer::framework || events[i].where == layer::user;
+      return events[i].layer == layer::framework || events[i].layer == layer::user;
     };
     const auto better_owner = [&](std::size_t a, std::size_t b) {
       if (is_op(a) != is_op(b)) return is_op(a);
@@ -294,7 +292,7 @@ class session_averages {
 
   /// What is summed per site.
   struct site_sums {
-    const site* where = nullptr;
+    const ::strata::site* site = nullptr;
     std::uint32_t name = 0;  // sites with equal names have equal name ids
     bool is_device = false;
     bool is_op = false;      // framework or user
@@ -353,11 +351,11 @@ class session_averages {
     const std::uint32_t i = found.first;
     if (found.second) {
       site_sums sums;
-      sums.where = s;
+      sums.site = s;
       sums.name = name_ids_.try_emplace(std::string_view(s->name), static_cast<std::uint32_t>(name_ids_.size()))
                       .first->second;
-      sums.is_device = s->where == layer::device;
-      sums.is_op = s->where == layer::framework || s->where == layer::user;
+      sums.is_device = s->layer == layer::device;
+      sums.is_op = s->layer == layer::framework || s->layer == layer::user;
       sites_.push_back(sums);
     }
     last_site_ = s;
@@ -400,8 +398,8 @@ class session_averages {
     const std::span<const record> records = records_of(track);
     for (std::size_t i = 0; i < records.size(); ++i) {
       const record& r = records[i];
-      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
-      const std::uint32_t s = site_index(r.where);
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
+      const std::uint32_t s = site_index(r.site);
       const std::int64_t begin = data_.ns_of(track, r.begin);
       const std::int64_t end = std::max(begin, data_.ns_of(track, r.end));
       site_sums& sums = sites_[s];
@@ -496,8 +494,8 @@ class session_averages {
     std::int64_t last_begin = 0, last_end = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const record& r = records[i];
-      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
-      const std::uint32_t s = site_index(r.where);
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
+      const std::uint32_t s = site_index(r.site);
       const std::int64_t begin = ns_of(r.begin);
       const std::int64_t end = std::max(begin, ns_of(r.end));
       if (sites_[s].is_device) {
@@ -525,7 +523,7 @@ class session_averages {
     for (std::size_t k = 0; k < sites_.size(); ++k) {
       site_sums fresh = k < before.size() ? before[k] : site_sums{};
       if (k >= before.size()) {
-        fresh.where = sites_[k].where;
+        fresh.site = sites_[k].site;
         fresh.name = sites_[k].name;
         fresh.is_device = sites_[k].is_device;
         fresh.is_op = sites_[k].is_op;
@@ -545,10 +543,10 @@ class session_averages {
     std::vector<host_event> order;
     for (std::size_t i = 0; i < n; ++i) {
       const record& r = records[i];
-      if (r.where->kind != record_kind::scope || r.where->category != nullptr) continue;
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
       const std::int64_t begin = ns_of(r.begin);
       const std::int64_t end = std::max(begin, ns_of(r.end));
-      const std::uint32_t s = site_index(r.where);
+      const std::uint32_t s = site_index(r.site);
       if (sites_[s].is_device)
         add_device(i, s, begin, end, false);  // their device time was counted already
       else
@@ -559,7 +557,7 @@ class session_averages {
       return x.end > y.end;
     });
     for (const host_event& e : order)
-      add_host(t, e.index, records[e.index].payload, site_index(records[e.index].where), e.begin, e.end);
+      add_host(t, e.index, records[e.index].payload, site_index(records[e.index].site), e.begin, e.end);
     finish_tree(t);
     merge_correlations();
   }
@@ -680,10 +678,10 @@ class session_averages {
     std::unordered_map<std::string, std::size_t> row_of;
     for (const site_sums& s : sites_) {
       if (!s.seen) continue;
-      std::string key = s.where->name;
+      std::string key = s.site->name;
       key += '\0';
       key += s.is_device ? 'd' : 'h';  // a device event never shares a row with a host op
-      const char* shapes = s.where->input_shapes != nullptr ? s.where->input_shapes : "";
+      const char* shapes = s.site->input_shapes != nullptr ? s.site->input_shapes : "";
       if (opt_.group_by_input_shape) {
         key += '\0';
         key += shapes;
@@ -691,7 +689,7 @@ class session_averages {
       auto [it, fresh] = row_of.try_emplace(std::move(key), merged.size());
       if (fresh) {
         pending p;
-        p.row.name = s.where->name;
+        p.row.name = s.site->name;
         if (opt_.group_by_input_shape) p.row.input_shapes = shapes;
         p.row.is_device = s.is_device;
         p.row.top_level = s.top_level;

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "strata/analysis/averages.hpp"
-#include "strata/analysis/table_format.hpp"
+#include "strata/detail/table_format.hpp"
 
 namespace strata {
 inline namespace v1 {

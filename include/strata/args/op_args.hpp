@@ -24,13 +24,13 @@
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/string.hpp>
 
-#include "strata/args/arg_encoding.hpp"
 #include "strata/args/shape.hpp"
+#include "strata/config.hpp"
+#include "strata/macros.hpp"
+#include "strata/record.hpp"
+#include "strata/scope.hpp"
+#include "strata/detail/arg_encoding.hpp"
 #include "strata/detail/record_path.hpp"
-#include "strata/core/config.hpp"
-#include "strata/core/macros.hpp"
-#include "strata/core/scope.hpp"
-#include "strata/core/site.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -204,7 +204,7 @@ auto args_site_maker(const site* base, ArgsFn& make_args) noexcept {
 template <class ArgsFn>
 STRATA_FORCE_INLINE scope scope_with_args(const site* where, ArgsFn&& make_args,
                                           std::uint64_t payload = 0) noexcept {
-  return scope(detail::lazy_site, where->where, detail::args_site_maker(where, make_args), payload);
+  return scope(detail::lazy_site, where->layer, detail::args_site_maker(where, make_args), payload);
 }
 
 }  // namespace v1

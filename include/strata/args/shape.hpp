@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -25,10 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "strata/core/config.hpp"
-#include "strata/core/layer.hpp"
-#include "strata/core/record.hpp"
-#include "strata/core/site.hpp"
+#include "strata/config.hpp"
+#include "strata/record.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define STRATA_DETAIL_HAS_TSC 1
@@ -208,7 +206,7 @@ STRATA_FORCE_INLINE void write_slot(record* p, std::uint64_t begin, std::uint64_
   __atomic_thread_fence(__ATOMIC_RELEASE);
   __atomic_store_n(&p->begin, begin, __ATOMIC_RELAXED);
   __atomic_store_n(&p->end, end, __ATOMIC_RELAXED);
-  __atomic_store_n(&p->where, where, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->site, where, __ATOMIC_RELAXED);
   __atomic_store_n(&p->payload, payload, __ATOMIC_RELAXED);
 }
 

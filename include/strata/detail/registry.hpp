@@ -33,12 +33,12 @@
 
 #include <time.h>
 
-#include "strata/core/block_store.hpp"
-#include "strata/core/capture_cores.hpp"
-#include "strata/core/clock.hpp"
-#include "strata/core/layer.hpp"
-#include "strata/core/overflow_policy.hpp"
-#include "strata/core/trace_data.hpp"
+#include "strata/clock.hpp"
+#include "strata/device.hpp"
+#include "strata/profiler_config.hpp"
+#include "strata/record.hpp"
+#include "strata/trace_data.hpp"
+#include "strata/detail/block_store.hpp"
 #include "strata/detail/record_path.hpp"
 #include "strata/detail/thread_buffer.hpp"
 
@@ -64,7 +64,7 @@ inline std::uint64_t current_thread_id() noexcept {
 /// What a session records, as the registry applies it.
 struct session_settings {
   layer_set layers = layer_set::all();
-  overflow_policy overflow = overflow_policy::drop_newest;
+  overflow_policy overflow = overflow_policy::lossless;
   std::size_t buffer_capacity = 1024;   ///< a flight recorder's records per thread
   bool record_args = false;             ///< scopes that carry arguments record them
   core_set cores = core_set::all();     ///< device cores whose records are taken
@@ -432,7 +432,7 @@ class registry {
 
   // A flight recorder's records per thread, or 0 for a lossless session.
   std::size_t flight_recorder_keep() const noexcept {
-    return settings_.overflow == overflow_policy::overwrite_oldest ? settings_.buffer_capacity : 0;
+    return settings_.overflow == overflow_policy::flight_recorder ? settings_.buffer_capacity : 0;
   }
 
   // try_lock, retried every millisecond for about `wait_ms` (nanosleep is async-signal-safe).

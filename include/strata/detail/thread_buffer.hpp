@@ -31,10 +31,9 @@
 #include <thread>
 #include <vector>
 
-#include "strata/core/block_store.hpp"
-#include "strata/core/record.hpp"
-#include "strata/core/record_block.hpp"
-#include "strata/core/trace_data.hpp"
+#include "strata/record.hpp"
+#include "strata/trace_data.hpp"
+#include "strata/detail/block_store.hpp"
 #include "strata/detail/record_path.hpp"
 
 namespace strata {
@@ -108,7 +107,7 @@ class thread_buffer {
       return false;
     }
     record* p = at_->load_next();
-    write_slot(p, r.begin, r.end, r.where, r.payload);
+    write_slot(p, r.begin, r.end, r.site, r.payload);
     at_->publish_next(p + 1);
     return true;
   }
@@ -137,7 +136,7 @@ class thread_buffer {
     if (current_ == nullptr) return;
     const std::size_t n = static_cast<std::size_t>(at_->load_next() - current_->begin());
     block_entry& e = entries_.emplace_back();
-    e.where = block_entry::place::copied;
+    e.at = block_entry::place::copied;
     e.copy.assign(current_->begin(), current_->begin() + n);
     e.count = static_cast<std::uint32_t>(n);
     e.thread = thread_;
@@ -198,13 +197,13 @@ class thread_buffer {
     std::lock_guard lock(store_->mutex());
     std::size_t n = 0;
     for (const block_entry& e : entries_)
-      if (e.where != block_entry::place::spilled) n += e.count;
+      if (e.at != block_entry::place::spilled) n += e.count;
     const record* const current_end = current_ != nullptr ? at_->acquire_next() : nullptr;
     const record* const current_begin = current_ != nullptr ? current_->begin() : nullptr;
     n += static_cast<std::size_t>(current_end - current_begin);
     t.records.reserve(t.records.size() + n);  // pages come as records are copied in
     for (block_entry& e : entries_) {
-      if (e.where == block_entry::place::spilled) {
+      if (e.at == block_entry::place::spilled) {
         t.spilled.extents.push_back({e.offset, e.count});
         continue;
       }
@@ -267,7 +266,7 @@ class thread_buffer {
     }
     if (!store_locked) return c;
     for (const block_entry& e : entries_) {
-      switch (e.where) {
+      switch (e.at) {
         case block_entry::place::memory:
         case block_entry::place::spilling:
           if (e.block != nullptr) emit(e.block->records, e.count);
@@ -381,7 +380,7 @@ class thread_buffer {
           record& dst = out[base + i];
           dst.begin = std::atomic_ref<std::uint64_t>(slot.begin).load(std::memory_order_relaxed);
           dst.end = std::atomic_ref<std::uint64_t>(slot.end).load(std::memory_order_relaxed);
-          dst.where = std::atomic_ref<const site*>(slot.where).load(std::memory_order_relaxed);
+          dst.site = std::atomic_ref<const site*>(slot.site).load(std::memory_order_relaxed);
           dst.payload = std::atomic_ref<std::uint64_t>(slot.payload).load(std::memory_order_relaxed);
         }
         std::atomic_thread_fence(std::memory_order_acquire);

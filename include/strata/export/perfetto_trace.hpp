@@ -40,21 +40,116 @@
 #include <utility>
 #include <vector>
 
-#include "strata/core/layer.hpp"
-#include "strata/core/layer_name.hpp"
-#include "strata/core/record.hpp"
-#include "strata/core/session.hpp"
-#include "strata/core/site.hpp"
-#include "strata/core/track_reader.hpp"
-#include "strata/export/export_result.hpp"
-#include "strata/export/flows.hpp"
-#include "strata/export/json_escape.hpp"
-#include "strata/export/padded_bytes.hpp"
-#include "strata/export/proto_wire.hpp"
-#include "strata/export/trace_file.hpp"
+#include "strata/export/trace_format.hpp"
+#include "strata/record.hpp"
+#include "strata/detail/flows.hpp"
+#include "strata/detail/json_escape.hpp"
+#include "strata/detail/padded_bytes.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/session.hpp"
+#include "strata/detail/trace_file.hpp"
 
 namespace strata {
 inline namespace v1 {
+
+// ---- the protobuf wire format, enough to write a message by hand ---------------------------
+//
+// A message is a sequence of fields, each a key (field number << 3 | wire type, as a varint)
+// followed by its value: a varint, 8 little-endian bytes, or a length (varint) and that many
+// bytes (strings and nested messages). Nothing here knows any schema; the writer below names
+// the fields. No libprotobuf: a program that uses strata still builds with nothing but the
+// compiler and -pthread.
+namespace detail {
+namespace proto {
+
+enum class wire : std::uint8_t { varint = 0, fixed64 = 1, length_delimited = 2 };
+
+/// The key of field `field` with wire type `w`, as the varint that precedes the value.
+constexpr std::uint64_t key(std::uint32_t field, wire w) noexcept {
+  return (std::uint64_t{field} << 3) | static_cast<std::uint64_t>(w);
+}
+
+/// Bytes the varint encoding of `v` takes (1 to 10).
+constexpr std::size_t varint_size(std::uint64_t v) noexcept {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+/// Writes `v` as a varint at `p`; returns the end. Room for varint_size(v) bytes is the caller's.
+inline char* put_varint(char* p, std::uint64_t v) noexcept {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(static_cast<std::uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+/// Writes `v` as 8 little-endian bytes.
+inline char* put_fixed64(char* p, std::uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(static_cast<std::uint8_t>(v >> (8 * i)));
+  return p + 8;
+}
+
+/// A message built field by field into a string: for the parts of a trace written once
+/// (descriptors, interned names, argument annotations), where clarity beats speed. A nested
+/// message is built as its own `message` and added whole, since its length comes first.
+class message {
+ public:
+  message& varint(std::uint32_t field, std::uint64_t v) {
+    raw_varint(key(field, wire::varint));
+    raw_varint(v);
+    return *this;
+  }
+  /// A signed value in a plain (not zigzag) varint: int32 and int64 fields.
+  message& int64(std::uint32_t field, std::int64_t v) { return varint(field, static_cast<std::uint64_t>(v)); }
+  message& fixed64(std::uint32_t field, std::uint64_t v) {
+    raw_varint(key(field, wire::fixed64));
+    char b[8];
+    put_fixed64(b, v);
+    bytes_.append(b, 8);
+    return *this;
+  }
+  message& double_value(std::uint32_t field, double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return fixed64(field, bits);
+  }
+  /// A string or bytes field (strings must be valid UTF-8; the caller sees to it).
+  message& bytes(std::uint32_t field, std::string_view v) {
+    raw_varint(key(field, wire::length_delimited));
+    raw_varint(v.size());
+    bytes_.append(v);
+    return *this;
+  }
+  message& nested(std::uint32_t field, const message& m) { return bytes(field, m.view()); }
+
+  /// Appends encoded fields as they are (e.g. fields encoded once and reused).
+  message& raw(std::string_view encoded) {
+    bytes_.append(encoded);
+    return *this;
+  }
+
+  std::string_view view() const noexcept { return bytes_; }
+  std::size_t size() const noexcept { return bytes_.size(); }
+  bool empty() const noexcept { return bytes_.empty(); }
+  void clear() noexcept { bytes_.clear(); }
+
+ private:
+  void raw_varint(std::uint64_t v) {
+    char b[10];
+    bytes_.append(b, static_cast<std::size_t>(put_varint(b, v) - b));
+  }
+
+  std::string bytes_;
+};
+
+}  // namespace proto
+}  // namespace detail
 namespace detail {
 namespace perfetto {
 
@@ -409,7 +504,7 @@ class json_args_reader {
   interner& names_;
 };
 
-/// Encoded field runs copied into many packets, in 16-byte blocks (export/padded_bytes.hpp).
+/// Encoded field runs copied into many packets, in 16-byte blocks (detail/padded_bytes.hpp).
 using padded_bytes = ::strata::detail::padded_bytes<16>;
 
 /// What every event of one site shares, encoded once for the whole file: the TrackEvent's
@@ -478,7 +573,7 @@ class site_events {
     site_event e;
     e.kind = s.kind;
     const std::string_view name = s.name != nullptr ? std::string_view(s.name) : std::string_view();
-    const std::string_view category = s.category != nullptr ? std::string_view(s.category) : layer_name(s.where);
+    const std::string_view category = s.category != nullptr ? std::string_view(s.category) : layer_name(s.layer);
     e.name_iid = names_.id(interner::event_name, name);
     e.category_iid = names_.id(interner::category, category);
     static constexpr std::uint64_t type_of[] = {type_slice_begin, type_instant, type_counter};
@@ -581,7 +676,7 @@ class flow_marks {
     bool ends;
   };
 
-  /// The flows of `data` (export/flows.hpp), bucketed by track; within a track sorted by
+  /// The flows of `data` (detail/flows.hpp), bucketed by track; within a track sorted by
   /// record only when not in order already (flows come path by path, and a track's paths are
   /// mostly met in record order).
   explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
@@ -652,7 +747,7 @@ class track_writer {
     read_track(data_, t, [&](const record* const records, const std::size_t n) {
     for (std::size_t k = 0; k < n; ++k, ++i) {
       const record& r = records[k];
-      site_event& e = sites_.of(r.where);
+      site_event& e = sites_.of(r.site);
       std::int64_t begin = ns_of(r.begin);
       if (!started_) start(begin);
       if (begin < last_) begin = last_;  // records come oldest first; never step back in time
@@ -911,6 +1006,7 @@ class track_writer {
 /// // trace_processor strata-out/trace.pftrace, or open it in ui.perfetto.dev
 /// ```
 inline export_result write_perfetto_trace(const trace_data& data, const std::filesystem::path& path) {
+  require_trace_format(path.string(), trace_format::perfetto);
   namespace pf = detail::perfetto;
   using detail::proto::message;
   pf::packet_stream out(path);

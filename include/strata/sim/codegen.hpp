@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 #include "strata/sim/hbm_tensor.hpp"
 #include "strata/sim/kernel.hpp"
 #include "strata/sim/ops.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -28,10 +28,8 @@
 
 #include "strata/args/op_args.hpp"
 #include "strata/args/shape.hpp"
-#include "strata/core/correlation.hpp"
-#include "strata/core/error.hpp"
-#include "strata/core/intern.hpp"
-#include "strata/core/scope.hpp"
+#include "strata/error.hpp"
+#include "strata/scope.hpp"
 #include "strata/sim/codegen.hpp"
 #include "strata/sim/runtime.hpp"
 #include "strata/sim/tensor.hpp"
@@ -46,7 +44,7 @@ using shape_rule = std::function<shape2(std::span<const shape2> inputs)>;
 /// A registered op: its name and its framework-layer descriptor (interned once).
 struct op_entry {
   std::string name;
-  const site* where = nullptr;
+  const ::strata::site* site = nullptr;
   kernel_fn body = {};   ///< custom ops only
   shape_rule rule = {};  ///< custom ops only
 };
@@ -173,7 +171,7 @@ class dispatcher {
       in.push_back(t.storage());
     }
     const std::uint64_t id = new_correlation_id();
-    scope op = detail::op_scope(e.where, shapes, scalar, id);
+    scope op = detail::op_scope(e.site, shapes, scalar, id);
     tensor out = tensor::zeros(dev, out_shape, e.name);
     std::string key = e.name + detail::shapes_text(shapes);
     std::string name = detail::kernel_name(e.name, shapes);
@@ -199,7 +197,7 @@ class dispatcher {
     if (it == ops_.end()) {
       auto e = std::make_unique<op_entry>();
       e->name = std::string(name);
-      e->where = intern(layer::framework, name);
+      e->site = intern(layer::framework, name);
       it = ops_.emplace(e->name, std::move(e)).first;
     }
     return *it->second;

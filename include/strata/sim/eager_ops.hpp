@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 #include "strata/sim/codegen.hpp"
 #include "strata/sim/dispatcher.hpp"
 #include "strata/sim/ops.hpp"

@@ -16,10 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/correlation.hpp"
-#include "strata/core/error.hpp"
-#include "strata/core/intern.hpp"
-#include "strata/core/scope.hpp"
+#include "strata/error.hpp"
+#include "strata/scope.hpp"
 #include "strata/sim/codegen.hpp"
 #include "strata/sim/dispatcher.hpp"
 #include "strata/sim/runtime.hpp"
@@ -132,7 +130,7 @@ class graph {
     compiled_graph c;
     c.dev_ = dev;
     c.g_ = frozen;
-    c.where_ = dispatcher::instance().op(fmt::format("CompiledGraph[{}]", frozen->name)).where;
+    c.where_ = dispatcher::instance().op(fmt::format("CompiledGraph[{}]", frozen->name)).site;
     const std::string key = fmt::format("CompiledGraph[{}]{{{}}}", frozen->name, describe());
     c.prog_ = dev.rt->load(key, detail::kernel_name(fmt::format("CompiledGraph[{}]", frozen->name), in),
                            [frozen](kernel& k, std::span<const hbm_tensor> i, std::span<const hbm_tensor> o) {

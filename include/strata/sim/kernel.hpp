@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/cost_model.hpp"
 #include "strata/sim/engine.hpp"
@@ -103,7 +103,7 @@ class kernel {
     constexpr std::string_view op = "store";
     check_hbm(op, dst);
     auto& in = operand(op, src, "source");
-    if (in.where != memory::sbuf)
+    if (in.buffer != memory::sbuf)
       fail(op, "the source tile is in PSUM; DMA moves SBUF <-> HBM here: copy it to SBUF first "
                "(tensor_copy)");
     const shape2 size{in.partitions, in.free};
@@ -138,7 +138,7 @@ class kernel {
     auto& mv = operand(op, moving, "moving");
     auto& o = operand(op, out, "output");
     check_matmul_operands(op, st, mv);
-    if (o.where != memory::psum) fail(op, "the output tile must be in PSUM (the Tensor engine writes PSUM)");
+    if (o.buffer != memory::psum) fail(op, "the output tile must be in PSUM (the Tensor engine writes PSUM)");
     if (o.partitions != st.free || o.free != mv.free)
       fail(op, fmt::format("output tile is [{}, {}], the product is [{}, {}] (stationary free x "
                            "moving free)", o.partitions, o.free, st.free, mv.free));
@@ -174,7 +174,7 @@ class kernel {
   tile transpose(const tile& in) {
     constexpr std::string_view op = "transpose";
     auto& a = operand(op, in, "input");
-    if (a.where != memory::sbuf) fail(op, "the input tile must be in SBUF (the Tensor engine reads SBUF)");
+    if (a.buffer != memory::sbuf) fail(op, "the input tile must be in SBUF (the Tensor engine reads SBUF)");
     if (a.free > params_.max_stationary_free)
       fail(op, fmt::format("free size {} exceeds {} (it becomes the output's partition dimension)",
                            a.free, params_.max_stationary_free));
@@ -355,7 +355,7 @@ class kernel {
 
   void check_matmul_operands(std::string_view op, const detail::tile_state& st,
                              const detail::tile_state& mv) const {
-    if (st.where != memory::sbuf || mv.where != memory::sbuf)
+    if (st.buffer != memory::sbuf || mv.buffer != memory::sbuf)
       fail(op, "stationary and moving tiles must be in SBUF (the Tensor engine reads SBUF)");
     if (st.partitions != mv.partitions)
       fail(op, fmt::format("contraction mismatch: stationary has {} partitions, moving {}",
@@ -368,9 +368,9 @@ class kernel {
   }
 
   void check_stream_input(std::string_view op, const detail::tile_state& t) const {
-    const std::size_t limit = t.where == memory::sbuf ? params_.max_free_sbuf : params_.max_free_psum;
+    const std::size_t limit = t.buffer == memory::sbuf ? params_.max_free_sbuf : params_.max_free_psum;
     if (t.free > limit)
-      fail(op, fmt::format("free size {} exceeds {} for a {} operand", t.free, limit, to_string(t.where)));
+      fail(op, fmt::format("free size {} exceeds {} for a {} operand", t.free, limit, to_string(t.buffer)));
   }
 
   static void check_per_partition(std::string_view op, const detail::tile_state& a,
@@ -381,21 +381,21 @@ class kernel {
   }
 
   /// A new tile with its space reserved in its memory.
-  std::unique_ptr<detail::tile_state> make_tile(std::string_view op, memory where, dtype type,
+  std::unique_ptr<detail::tile_state> make_tile(std::string_view op, memory buffer, dtype type,
                                                 std::size_t partitions, std::size_t free) {
     check_partitions(op, partitions);
     auto s = std::make_unique<detail::tile_state>();
-    s->where = where;
+    s->buffer = buffer;
     s->type = type;
     s->partitions = partitions;
     s->free = free;
     s->run = sched_.run();
     std::uint64_t bytes = free * size_of(type);
-    if (where == memory::psum) {
+    if (buffer == memory::psum) {
       check_psum_bank(op, free);
       bytes = params_.psum_bank_bytes_per_partition();  // PSUM is allocated in whole banks
     }
-    s->pool = sched_.pool(where);
+    s->pool = sched_.pool(buffer);
     s->space_ready_ps = s->pool->reserve(bytes, op, sched_.horizon());
     s->reserved_per_partition = bytes;
     s->values.assign(partitions * free, 0.0f);
@@ -427,7 +427,7 @@ class kernel {
     acc.free_size = out.free;
     for (const auto* in : inputs) {
       acc.free_size = std::max(acc.free_size, in->free);
-      acc.reads_psum = acc.reads_psum || in->where == memory::psum;
+      acc.reads_psum = acc.reads_psum || in->buffer == memory::psum;
       acc.dependent = acc.dependent || sched_.dependent(e, {in});
     }
     const auto cycles = stream_cycles(acc, costs_);

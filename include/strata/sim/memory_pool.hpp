@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 
 namespace strata {
 inline namespace v1 {

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/cost_model.hpp"
 #include "strata/sim/execution.hpp"

@@ -24,12 +24,8 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/device_track.hpp"
-#include "strata/core/intern.hpp"
-#include "strata/core/layer.hpp"
-#include "strata/core/record.hpp"
-#include "strata/core/site.hpp"
-#include "strata/detail/registry.hpp"
+#include "strata/device.hpp"
+#include "strata/record.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/engine.hpp"
 #include "strata/sim/execution.hpp"
@@ -83,7 +79,7 @@ inline const site* instruction_site(const executed_instruction& in) {
   const std::string args = in.bytes != 0 ? fmt::format("\"bytes\":{}", in.bytes)
                                          : fmt::format("\"cycles\":{}", in.cycles);
   const site like{nullptr, "", 0, layer::device, record_kind::scope, nullptr, nullptr, engine_category};
-  const site* s = ::strata::detail::intern_table::instance().get(like, in.name, {}, args);
+  const site* s = intern_site(like, in.name, args);
   cache.emplace(k, s);
   return s;
 }
@@ -96,7 +92,7 @@ inline const site* instruction_site(const executed_instruction& in) {
 inline void name_engine_tracks(std::uint32_t core, std::string_view process, core_generation g) {
   static std::mutex mutex;
   static std::vector<std::pair<std::uint32_t, std::uint32_t>> named;  // (epoch, core)
-  const std::uint32_t epoch = ::strata::detail::registry::recording_epoch();
+  const std::uint32_t epoch = recording_session();
   {
     std::lock_guard lock(mutex);
     if (std::find(named.begin(), named.end(), std::pair{epoch, core}) != named.end()) return;
@@ -119,7 +115,7 @@ inline void name_engine_tracks(std::uint32_t core, std::string_view process, cor
 
 inline const site* device_site(std::string_view name, record_kind kind, const char* category = nullptr) {
   const site like{nullptr, "", 0, layer::device, kind, nullptr, nullptr, category};
-  return ::strata::detail::intern_table::instance().get(like, name, {}, {});
+  return intern_site(like, name);
 }
 
 }  // namespace detail

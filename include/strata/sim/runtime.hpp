@@ -36,16 +36,11 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/names.hpp"
-#include "strata/core/clock.hpp"
-#include "strata/core/correlation.hpp"
-#include "strata/core/device_track.hpp"
-#include "strata/core/error.hpp"
-#include "strata/core/intern.hpp"
-#include "strata/core/scope.hpp"
-#include "strata/core/site.hpp"
-#include "strata/detail/registry.hpp"
-#include "strata/export/json_escape.hpp"
+#include "strata/clock.hpp"
+#include "strata/device.hpp"
+#include "strata/error.hpp"
+#include "strata/record.hpp"
+#include "strata/scope.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/cost_model.hpp"
 #include "strata/sim/execution.hpp"
@@ -113,20 +108,17 @@ struct submission_state {
 
 /// A runtime-layer descriptor with a fixed name, interned once.
 inline const site* runtime_site(std::string_view name, record_kind kind = record_kind::scope) {
-  return ::strata::detail::intern_cached(layer::runtime, kind, name);
+  return intern(layer::runtime, name, kind);
 }
 
 /// A runtime-layer descriptor carrying one small JSON fragment as args (a program's name, a
 /// copy's bytes): interned once per distinct fragment.
 inline const site* runtime_site_with(std::string_view name, std::string_view args_json) {
-  return ::strata::detail::intern_args_cached(runtime_site(name), {}, args_json);
+  return intern_site(*runtime_site(name), name, args_json);
 }
 
 inline std::string program_args(std::string_view program_name) {
-  fmt::memory_buffer b;
-  b.append(std::string_view("\"program\":"));
-  ::strata::detail::append_json_string(b, program_name);
-  return fmt::to_string(b);
+  return "\"program\":" + json_string(program_name);
 }
 
 /// Waits until steady_clock reaches `t_ns`: sleeps most of a long wait, yields the rest.
@@ -474,7 +466,7 @@ class runtime {
     s.lane_free_ns[lane] = st.device_start_ns;
     static const site* wait_site = [] {
       const site like{nullptr, "", 0, layer::runtime, record_kind::scope, nullptr, nullptr, "runtime.queue"};
-      return ::strata::detail::intern_table::instance().get(like, "queue wait", {}, {});
+      return intern_site(like, "queue wait");
     }();
     const record r{static_cast<std::uint64_t>(st.submit_ns), static_cast<std::uint64_t>(st.device_start_ns),
                    wait_site, st.correlation_id};

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "strata/core/error.hpp"
+#include "strata/error.hpp"
 #include "strata/sim/hbm_tensor.hpp"
 #include "strata/sim/runtime.hpp"
 

@@ -30,7 +30,7 @@ namespace detail {
 /// reference yet record on them who read them last: that bookkeeping lives here, behind a
 /// pointer, so moving a tile keeps it.
 struct tile_state {
-  memory where = memory::sbuf;
+  memory buffer = memory::sbuf;
   dtype type = dtype::fp32;
   std::size_t partitions = 0;
   std::size_t free = 0;
@@ -80,7 +80,7 @@ class tile {
   bool valid() const noexcept { return state_ != nullptr; }
   std::size_t partitions() const noexcept { return state_ ? state_->partitions : 0; }
   std::size_t free_size() const noexcept { return state_ ? state_->free : 0; }
-  memory where() const noexcept { return state_ ? state_->where : memory::sbuf; }
+  memory buffer() const noexcept { return state_ ? state_->buffer : memory::sbuf; }
   dtype type() const noexcept { return state_ ? state_->type : dtype::fp32; }
 
   float at(std::size_t p, std::size_t f) const noexcept { return state_->at(p, f); }

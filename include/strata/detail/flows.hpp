@@ -1,0 +1,180 @@
+// strata/detail/flows.hpp: the arrows that follow one correlation id through the layers.
+//
+// A framework op, the runtime calls it caused and the device work they launched carry one
+// correlation id. The trace draws that path as Chrome flow events (`s`, `t`, `f`), which
+// Perfetto UI shows as arrows: op -> each runtime call in time order, and to the first record
+// of each device track the id reached from the latest of those host records that began before
+// it (the runtime call that launched it). Records with a category of their own that are not
+// device records (queue waits) are not part of the path.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "strata/record.hpp"
+#include "strata/detail/id_index.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/session.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// One end or step of a flow, bound to the record `records[record]` of `threads[thread]`.
+struct flow_point {
+  char phase = 's';  ///< 's' start, 't' step, 'f' end
+  std::uint64_t id = 0;
+  std::uint64_t correlation_id = 0;
+  std::size_t thread = 0;
+  std::size_t record = 0;  ///< the record's place in its track, oldest first
+  std::uint64_t begin = 0; ///< when the record began (its track's unit)
+};
+
+/// Sorts [first, last) stably by `less`. A path holds a handful of records, for which an
+/// insertion sort beats std::stable_sort, which allocates a buffer on every call.
+template <class It, class Less>
+void small_stable_sort(It first, It last, Less less) {
+  if (last - first > 32) {
+    std::stable_sort(first, last, less);
+    return;
+  }
+  for (It i = first; i != last; ++i) {
+    auto v = *i;
+    It j = i;
+    for (; j != first && less(v, *(j - 1)); --j) *j = *(j - 1);
+    *j = v;
+  }
+}
+
+/// Collects the records on correlation paths as they are offered (the Chrome trace writer
+/// offers each record it writes, so the records are read once), then builds the flows.
+class flow_builder {
+ public:
+  explicit flow_builder(const trace_data& data) : data_(data) {}
+
+  /// Offers the record `index` (oldest first, as `read_track` reads them) of
+  /// `data.threads[thread]`; records must be offered thread by thread, oldest first.
+  /// Records without a correlation id may be skipped.
+  void offer(std::size_t thread, std::size_t index, const record& r) {
+    if (r.payload == 0 || r.kind() != record_kind::scope) return;
+    if (r.site->category != nullptr && r.layer() != layer::device) return;
+    // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
+    // dangling pointer to the returned pair (-Wdangling-pointer).
+    const std::pair<std::uint32_t, bool> found = ids_.find_or_add(r.payload);
+    const std::uint32_t p = found.first;
+    const auto m = static_cast<std::uint32_t>(members_.size());
+    if (found.second) {
+      paths_.push_back({r.payload, m, m});
+    } else {
+      members_[paths_[p].last].next = m;
+      paths_[p].last = m;
+    }
+    members_.push_back({r.begin, r.end, index, static_cast<std::uint32_t>(thread), none, r.layer()});
+  }
+
+  /// The flow events, ordered by flow id; ids count from 1.
+  std::vector<flow_point> build() const;
+
+ private:
+  static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
+  // What building reads of a record, so it does not go back to the records (a trace's records
+  // rarely fit in cache); members of one path are linked in the order they were offered.
+  struct member {
+    std::uint64_t begin, end;
+    std::size_t record;
+    std::uint32_t thread;
+    std::uint32_t next;
+    ::strata::layer layer;
+  };
+  struct path {
+    std::uint64_t correlation_id;
+    std::uint32_t first, last;
+  };
+
+  const trace_data& data_;
+  id_index ids_;
+  std::vector<path> paths_;  // first-seen order keeps the output deterministic
+  std::vector<member> members_;
+};
+
+inline std::vector<flow_point> flow_builder::build() const {
+  struct at {
+    std::size_t thread, record;
+    std::uint64_t begin;
+  };
+  const auto& threads = data_.threads;
+  std::vector<flow_point> out;
+  out.reserve(members_.size());
+  std::vector<at> host, device;  // reused from path to path
+  std::uint64_t next_id = 1;
+  const auto earlier = [](const at& a, const at& b) { return a.begin < b.begin; };
+  for (const path& p : paths_) {
+    const std::uint64_t c = p.correlation_id;
+    host.assign(1, at{});  // slot 0: the op, if the path has one
+    device.clear();
+    const member* op = nullptr;
+    for (std::uint32_t k = p.first; k != none; k = members_[k].next) {
+      const member& m = members_[k];
+      const at a{m.thread, m.record, m.begin};
+      switch (m.layer) {
+        case layer::framework:
+        case layer::user:
+          // The outermost op of the id: the earliest, and the longer of two on one tick.
+          if (op == nullptr || m.begin < op->begin || (m.begin == op->begin && m.end > op->end)) {
+            op = &m;
+            host[0] = a;
+          }
+          break;
+        case layer::runtime:
+          host.push_back(a);
+          break;
+        case layer::device:
+          // Each device track's earliest record (a track's records are oldest first, and
+          // tracks are offered in order, so this is also the order of the tracks).
+          if (device.empty() || device.back().thread != a.thread) device.push_back(a);
+          break;
+      }
+    }
+    small_stable_sort(host.begin() + 1, host.end(), earlier);
+    if (op == nullptr) host.erase(host.begin());
+    if (host.size() >= 2) {
+      const std::uint64_t id = next_id++;
+      for (std::size_t k = 0; k < host.size(); ++k) {
+        const char phase = k == 0 ? 's' : k + 1 == host.size() ? 'f' : 't';
+        out.push_back({phase, id, c, host[k].thread, host[k].record, host[k].begin});
+      }
+    }
+    if (host.empty()) continue;
+    small_stable_sort(device.begin(), device.end(), earlier);
+    const auto ns = [&](const at& a) { return data_.ns_of(threads[a.thread], a.begin); };
+    for (const at& d : device) {
+      // The latest host record that began before the device work did launched it.
+      std::size_t from = 0;
+      for (std::size_t k = 1; k < host.size(); ++k)
+        if (ns(host[k]) <= ns(d)) from = k;
+      const std::uint64_t id = next_id++;
+      out.push_back({'s', id, c, host[from].thread, host[from].record, host[from].begin});
+      out.push_back({'f', id, c, d.thread, d.record, d.begin});
+    }
+  }
+  return out;
+}
+
+/// The flow events of `data`, ordered by flow id; ids count from 1.
+inline std::vector<flow_point> correlation_flows(const trace_data& data) {
+  flow_builder flows(data);
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    std::size_t i = 0;
+    read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k, ++i) flows.offer(t, i, records[k]);
+    });
+  }
+  return flows.build();
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,75 @@
+// strata/macros.hpp: the instrumentation macros.
+//
+// Each macro is one statement that needs its `;`. Static names become a per-call-site
+// `static constexpr strata::site`, so a record stores one pointer and never copies a string.
+// With STRATA_ENABLED=0 every macro is `static_cast<void>(0)` and its arguments are not
+// evaluated.
+#pragma once
+
+#include "strata/config.hpp"
+#include "strata/scope.hpp"
+
+#if STRATA_ENABLED
+
+// A pointer to this call site's static descriptor; `name` must be a string literal (use the
+// _DYNAMIC forms for run-time names).
+#define STRATA_DETAIL_SITE(layer_, kind_, name_)                                        \
+  []() noexcept -> const ::strata::site* {                                             \
+    static constexpr ::strata::site strata_site_{name_, __FILE__, __LINE__, layer_, kind_}; \
+    return &strata_site_;                                                              \
+  }()
+
+/// Records the enclosing block as a scope of the user layer. `name` is a string literal.
+#define STRATA_SCOPE(name) STRATA_SCOPE_LAYER(::strata::layer::user, name)
+
+/// Records the enclosing block as a scope of `layer` (a `strata::layer`).
+#define STRATA_SCOPE_LAYER(layer, name)                           \
+  ::strata::scope STRATA_DETAIL_CAT(strata_scope_, __COUNTER__) { \
+    STRATA_DETAIL_SITE(layer, ::strata::record_kind::scope, name) \
+  }
+
+/// Records the enclosing block under a run-time name (a `const char*`, or anything with
+/// `data()` and `size()`, temporaries such as `"step " + std::to_string(i)` included). The name
+/// is evaluated only when `layer` is captured, and interned once per distinct value.
+#define STRATA_SCOPE_DYNAMIC(layer, name)                                                   \
+  ::strata::scope STRATA_DETAIL_CAT(strata_scope_, __COUNTER__) {                           \
+    ::strata::detail::dynamic_name, layer, [&]() -> decltype(auto) { return (name); } \
+  }
+
+/// Records a point in time on the user layer.
+#define STRATA_INSTANT(name) STRATA_INSTANT_LAYER(::strata::layer::user, name)
+
+/// Records a point in time on `layer`.
+#define STRATA_INSTANT_LAYER(layer, name) \
+  ::strata::detail::emit_instant(STRATA_DETAIL_SITE(layer, ::strata::record_kind::instant, name))
+
+/// Records a point in time under a run-time name.
+#define STRATA_INSTANT_DYNAMIC(layer, name) \
+  ::strata::detail::emit_instant_dynamic(layer, [&]() -> decltype(auto) { return (name); })
+
+/// Records a sample of a counter of the user layer (a Chrome `C` event). `value` is evaluated
+/// only when the layer is captured.
+#define STRATA_COUNTER(name, value) STRATA_COUNTER_LAYER(::strata::layer::user, name, value)
+
+/// Records a counter sample on `layer`.
+#define STRATA_COUNTER_LAYER(layer, name, value)                                            \
+  ::strata::detail::emit_counter(STRATA_DETAIL_SITE(layer, ::strata::record_kind::counter, name), \
+                                 [&]() noexcept { return static_cast<double>(value); })
+
+/// Marks a step boundary (an iteration of the engine's loop) for the running profiler, as
+/// `profiler::step()` does; a branch when no profiler is started.
+#define STRATA_STEP() ::strata::detail::mark_step()
+
+#else  // STRATA_ENABLED
+
+#define STRATA_SCOPE(name) static_cast<void>(0)
+#define STRATA_SCOPE_LAYER(layer, name) static_cast<void>(0)
+#define STRATA_SCOPE_DYNAMIC(layer, name) static_cast<void>(0)
+#define STRATA_INSTANT(name) static_cast<void>(0)
+#define STRATA_INSTANT_LAYER(layer, name) static_cast<void>(0)
+#define STRATA_INSTANT_DYNAMIC(layer, name) static_cast<void>(0)
+#define STRATA_COUNTER(name, value) static_cast<void>(0)
+#define STRATA_COUNTER_LAYER(layer, name, value) static_cast<void>(0)
+#define STRATA_STEP() static_cast<void>(0)
+
+#endif  // STRATA_ENABLED

@@ -1,0 +1,130 @@
+// strata/record.hpp: what a record is: the layer it belongs to, the call site it points to, and
+// the fixed-size record the hot path stores.
+//
+// Part of the instrumentation header: nothing beyond <cstdint> and <cstddef> is allowed here
+// (tests/check_light_header.py).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+inline namespace v1 {
+
+/// Where in the stack a record comes from. A profiler captures a chosen set of layers, like
+/// torch.profiler's activities and NeuronConfig's modes.
+enum class layer : std::uint8_t {
+  framework = 0,  ///< op dispatch (`aten::…`), record_function, ProfilerStep#N
+  runtime = 1,    ///< submit, load, execute, queue wait, host-device copies
+  device = 2,     ///< instructions on a (simulated) NeuronCore's engines
+  user = 3,       ///< the application's own scopes
+};
+
+inline constexpr int layer_count = 4;
+
+/// The name used as the Chrome trace `cat` of a layer's events and in `STRATA_LAYERS`.
+constexpr const char* layer_name(layer l) noexcept {
+  switch (l) {
+    case layer::framework: return "framework";
+    case layer::runtime: return "runtime";
+    case layer::device: return "device";
+    case layer::user: return "user";
+  }
+  return "unknown";
+}
+
+/// A set of layers, stored as one bit per layer.
+///
+/// **Example**
+/// ```cpp
+/// strata::layer_set host{strata::layer::framework, strata::layer::user};
+/// ```
+class layer_set {
+ public:
+  constexpr layer_set() noexcept = default;
+  /// The layers listed: `{strata::layer::framework, strata::layer::user}`. (A variadic
+  /// constructor rather than std::initializer_list keeps <initializer_list> out of the
+  /// instrumentation header; brace initialisation reads the same.)
+  template <class... More>
+    requires(__is_same(More, layer) && ...)
+  constexpr layer_set(layer first, More... more) noexcept
+      : bits_(bit(first) | (0u | ... | bit(more))) {}
+
+  static constexpr layer_set all() noexcept { return from_bits((1u << layer_count) - 1u); }
+  static constexpr layer_set none() noexcept { return {}; }
+  static constexpr layer_set from_bits(std::uint32_t bits) noexcept {
+    layer_set s;
+    s.bits_ = bits & ((1u << layer_count) - 1u);
+    return s;
+  }
+  static constexpr std::uint32_t bit(layer l) noexcept {
+    return 1u << static_cast<std::uint32_t>(l);
+  }
+
+  constexpr bool contains(layer l) const noexcept { return (bits_ & bit(l)) != 0; }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr std::uint32_t bits() const noexcept { return bits_; }
+  constexpr layer_set& add(layer l) noexcept {
+    bits_ |= bit(l);
+    return *this;
+  }
+  friend constexpr bool operator==(layer_set, layer_set) noexcept = default;
+
+ private:
+  std::uint32_t bits_ = 0;
+};
+
+/// What a record describes.
+enum class record_kind : std::uint8_t {
+  scope = 0,    ///< an interval: begin and end ticks (Chrome `X`)
+  instant = 1,  ///< a point in time (Chrome `i`)
+  counter = 2,  ///< a sampled value (Chrome `C`); the value's bits travel in `record::end`
+};
+
+/// A per-call-site descriptor: the record stores only a pointer to it, so names are never
+/// copied per event. Macros create one `static constexpr` site per call site; run-time names
+/// get one interned site per distinct (layer, kind, name). A scope that carries arguments
+/// (input shapes and a few small values, see strata/args/op_args.hpp) records an interned site
+/// per distinct argument set, whose two extra strings the exporter and key_averages read.
+struct site {
+  const char* name;
+  const char* file;
+  std::uint32_t line;
+  ::strata::layer layer;
+  record_kind kind;
+  /// torch's "Input Shapes" text, e.g. `[[4, 8], [8]]`; nullptr: none recorded.
+  const char* input_shapes = nullptr;
+  /// The arguments as the members of a JSON object (no braces), written into the trace
+  /// event's `args`; nullptr: none.
+  const char* args_json = nullptr;
+  /// The trace's `cat` when it is not the layer's name (static storage). A record with a
+  /// category of its own is drawn in the trace but is not an op, so key_averages leaves it
+  /// out: a part of a device execution (`device.engine`: one engine's instruction;
+  /// `device.phase`: a kernel phase), whose time the execution's own record carries, or time
+  /// a submission spent queued (`runtime.queue`).
+  const char* category = nullptr;
+};
+
+/// One event as a thread's buffer stores it: 32 bytes, trivially copyable, no pointers to
+/// anything but static (or interned, never freed) descriptors.
+struct record {
+  std::uint64_t begin;        ///< ticks when the scope opened (instant and counter: when)
+  std::uint64_t end;          ///< ticks when the scope closed; counter: the value's bits
+  const ::strata::site* site; ///< name, layer, source location, kind
+  std::uint64_t payload;      ///< correlation id (0: none) or a small payload
+
+  record_kind kind() const noexcept { return site->kind; }
+  ::strata::layer layer() const noexcept { return site->layer; }
+  double counter_value() const noexcept { return __builtin_bit_cast(double, end); }
+};
+
+static_assert(sizeof(record) == 32, "strata::record must stay 32 bytes: two fit a cache line");
+// Compiler builtins rather than <type_traits>: this header is part of the instrumentation header.
+static_assert(__is_trivially_copyable(record) && __is_standard_layout(record),
+              "strata::record must be a POD so that buffers can copy it field by field");
+static_assert(offsetof(record, begin) == 0 && offsetof(record, end) == 8 &&
+                  offsetof(record, site) == 16 && offsetof(record, payload) == 24,
+              "strata::record's layout is the spill file's and the crash dump's");
+
+}  // namespace v1
+}  // namespace strata

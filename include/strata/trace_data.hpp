@@ -1,0 +1,123 @@
+// strata/trace_data.hpp: what one profiling session captured.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/clock.hpp"
+#include "strata/profiler_config.hpp"
+#include "strata/record.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+class spill_file;
+}
+
+/// Where one spilled block's records are in a session's spill file.
+struct spill_extent {
+  std::uint64_t offset = 0;
+  std::uint32_t count = 0;
+};
+
+/// The part of a thread's records a lossless session spilled (see `thread_track`).
+struct spilled_records {
+  std::vector<spill_extent> extents;  ///< the thread's spilled blocks, in the order it wrote them
+  std::vector<record> late;           ///< their records that are not in order block by block, sorted
+  std::uint64_t in_order = 0;         ///< the other records of the extents
+
+  bool empty() const noexcept { return extents.empty(); }
+};
+
+/// Who a track is in a trace: a thread of the traced process, one of a device's engines or
+/// queues, or the steps a thread marked. One struct, made where the track is first known (a
+/// thread's first record, a device track's first append) and copied whole into the trace.
+struct track_identity {
+  std::uint64_t tid = 0;
+  std::uint64_t pid = 0;        ///< 0: a thread of the traced process; else a device's process
+  std::string process_name;     ///< a device track's process name
+  /// Device tracks: begin and end are steady_clock nanoseconds (`clock::steady_ns()`), so a
+  /// simulated duration stays exact; other tracks hold ticks. Use `trace_data::ns_of`.
+  bool timestamps_in_ns = false;
+  std::uint32_t sort_index = 0; ///< a thread's registration order; a device track's place in its core
+  std::string name;
+  bool exited = false;          ///< the thread had exited when the session stopped
+  /// A steps track: the `ProfilerStep#N` scopes of a profiler with a schedule, which the thread
+  /// `steps_of` marked by calling `step()`. They are a track of their own (tid
+  /// `steps_track_tid(steps_of)`, named after the thread), so that a scope left open across
+  /// `step()` never partly overlaps a step on one track. It is listed just before its thread,
+  /// with the same `sort_index`.
+  bool steps = false;
+  std::uint64_t steps_of = 0;   ///< a steps track: the tid of the thread that called `step()`
+};
+
+/// The records of one track in one session, oldest first (a parent before its children), and
+/// who the track is (its `track_identity`, whose fields it has as its own).
+///
+/// A thread of a session that spilled to disk may hold most of its records in the session's
+/// spill file instead (`spilled` is then not empty, and `records` holds only the rest): the
+/// trace writers and `key_averages` read them from there in order (detail/record_order.hpp), and
+/// `profiler::data()` reads them all back into `records` first.
+struct thread_track : track_identity {
+  std::vector<record> records;
+  spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
+  std::uint64_t lost = 0;       ///< dropped at the memory limit, or overwritten (flight recorder)
+
+  /// Every record of the track, in `records` or spilled.
+  std::uint64_t record_count() const noexcept {
+    return records.size() + spilled.late.size() + spilled.in_order;
+  }
+};
+
+/// The tid of the steps track of thread `tid`: 2^24 + `tid`, above any Linux tid (at most
+/// 2^22), so it is never a real thread's.
+constexpr std::uint64_t steps_track_tid(std::uint64_t tid) noexcept {
+  return (std::uint64_t{1} << 24) + tid;
+}
+
+/// Everything a stopped session captured, with what is needed to turn ticks into time.
+struct trace_data {
+  std::vector<thread_track> threads;
+  clock_calibration clock;
+  std::uint64_t pid = 0;
+  std::string process_name;
+  layer_set layers;
+  std::size_t buffer_capacity = 0;
+  overflow_policy overflow = overflow_policy::lossless;
+  std::uint64_t start_ticks = 0;
+  std::uint64_t stop_ticks = 0;
+  session_memory memory;   ///< a lossless session's memory (all 0 for a flight recorder)
+  /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
+  /// goes when the last copy of this pointer does).
+  std::shared_ptr<const detail::spill_file> spill;
+
+  /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
+  std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {
+    return track.timestamps_in_ns ? static_cast<std::int64_t>(t) : clock.to_ns(t);
+  }
+
+  std::uint64_t recorded() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads) n += t.record_count();
+    return n;
+  }
+  std::uint64_t lost() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads) n += t.lost;
+    return n;
+  }
+  /// Threads of the traced process that recorded (or lost) at least one record: neither the
+  /// device tracks (one per engine of each captured core) nor the steps tracks count.
+  std::uint64_t host_threads() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads)
+      if (t.pid == 0 && !t.steps && t.record_count() + t.lost != 0) ++n;
+    return n;
+  }
+};
+
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,496 @@
+// tools/report/trace_events.hpp: the rules that turn a saved Chrome trace JSON (strata's,
+// torch.profiler's Kineto trace, or a plain Chrome trace) into op_events, applied while the
+// parser streams through the document: no document tree is built, only the events are kept.
+// The rules are in docs/key-averages.md, "Reading a saved trace".
+//
+// detail::trace_builder is a RapidJSON SAX handler (rapidjson-dev, header only). The front end
+// that runs the parser is report/trace_reader.hpp.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "strata/analysis/key_averages.hpp"
+#include "strata/error.hpp"
+#include "strata/profiler_config.hpp"
+#include "strata/record.hpp"
+#include "report/rapidjson_reader.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace report {
+
+/// What a saved trace holds for key_averages(): its complete events as op_events, and the
+/// facts that print with the table.
+struct saved_trace {
+  std::vector<op_event> events = {};
+  std::string format = {};        ///< "strata", "kineto" (torch.profiler) or "chrome" (neither)
+  std::string device_name = {};   ///< the device column label: "NEURON", or "CUDA" for Kineto
+  std::uint64_t records_lost = 0; ///< strata's otherData.dropped
+  overflow_policy overflow = overflow_policy::lossless;
+  std::size_t tracks = 0;         ///< distinct (pid, tid) pairs among the events
+  std::uint64_t skipped = 0;      ///< trace events that are not ops (metadata, instants, ...)
+};
+
+namespace detail {
+
+inline std::optional<std::uint64_t> parse_unsigned(std::string_view s) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+/// A JSON number of microseconds as exact integer nanoseconds, by moving the decimal point in
+/// the digits (no double in between): "12.345" is 12345, "1.5e-3" is 2 (digits past the
+/// nanosecond round half away from zero). Nothing for a non-number or an out-of-range value.
+inline std::optional<std::int64_t> parse_us_as_ns(std::string_view s) {
+  std::size_t i = 0;
+  const bool negative = i < s.size() && s[i] == '-';
+  if (negative) ++i;
+  // The digits are only looked at, never copied: the integer part, then the fraction.
+  const std::size_t int_begin = i;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {}
+  const std::string_view int_digits = s.substr(int_begin, i - int_begin);
+  std::string_view frac_digits;
+  if (i < s.size() && s[i] == '.') {
+    const std::size_t frac_begin = ++i;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {}
+    frac_digits = s.substr(frac_begin, i - frac_begin);
+  }
+  if (int_digits.empty() && frac_digits.empty()) return std::nullopt;
+  std::int64_t point = static_cast<std::int64_t>(int_digits.size());  // digits before the point
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) exp_negative = s[i++] == '-';
+    std::int64_t exp = 0;
+    bool exp_any = false;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, exp_any = true)
+      if (exp < 100000) exp = exp * 10 + (s[i] - '0');
+    if (!exp_any) return std::nullopt;
+    point += exp_negative ? -exp : exp;
+  }
+  if (i != s.size()) return std::nullopt;
+  point += 3;  // microseconds to nanoseconds
+  const std::int64_t count = static_cast<std::int64_t>(int_digits.size() + frac_digits.size());
+  const auto digit_at = [&](std::int64_t d) -> int {
+    if (d >= count) return 0;
+    const auto u = static_cast<std::size_t>(d);
+    return (u < int_digits.size() ? int_digits[u] : frac_digits[u - int_digits.size()]) - '0';
+  };
+  std::int64_t ns = 0;
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t limit = max / 10;
+  for (std::int64_t d = 0; d < point; ++d) {
+    const int digit = digit_at(d);
+    if (ns > limit || (ns == limit && digit > 7)) return std::nullopt;
+    ns = ns * 10 + digit;
+  }
+  if (point >= 0 && point < count && digit_at(point) >= 5) {
+    if (ns == max) return std::nullopt;
+    ++ns;
+  }
+  return negative ? -ns : ns;
+}
+
+/// Arrays and objects may nest this deep; a trace nests about six levels.
+inline constexpr std::size_t max_json_depth = 256;
+
+/// How one trace event's category maps to an op, per format.
+struct category_rule {
+  bool is_op = false;
+  ::strata::layer layer = layer::user;
+  bool external_id = false;  ///< the correlation id is args["External id"], else args.correlation_id
+  bool correlated = true;    ///< false: the event carries no correlation id
+};
+
+inline category_rule strata_category(std::string_view cat) {
+  for (int l = 0; l < layer_count; ++l)
+    if (cat == layer_name(static_cast<layer>(l))) return {true, static_cast<layer>(l)};
+  if (cat == "strata") return {};  // the writer's own "records lost" instants
+  // Parts of something else (device.engine, device.phase: of a device execution, whose own
+  // event carries their time; runtime.queue: time in a queue, not an op).
+  if (cat.find('.') != std::string_view::npos) return {};
+  return {true, layer::user};
+}
+
+/// torch.profiler (Kineto): host ops and runtime calls on the host, kernels, copies and memsets
+/// on the device. Device time lands on the cpu_op through "External id", as torch does; runtime
+/// calls carry no id here, so they do not take the kernels from their op. gpu_user_annotation
+/// (a record_function's span on the GPU) is left out: it covers kernels already counted.
+inline category_rule kineto_category(std::string_view cat) {
+  if (cat == "cpu_op" || cat == "Operator") return {true, layer::framework, true};
+  if (cat == "user_annotation" || cat == "python_function") return {true, layer::user, false, false};
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime")
+    return {true, layer::runtime, false, false};
+  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Kernel" ||
+      cat == "Memcpy" || cat == "Memset")
+    return {true, layer::device, true};
+  return {};
+}
+
+inline bool kineto_only_category(std::string_view cat) {
+  return cat == "cpu_op" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "kernel" ||
+         cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "python_function";
+}
+
+/// The SAX handler: it follows where the parser is in the document (the root, otherData,
+/// traceEvents, one event, its args, its Input Dims) and turns each finished event into an
+/// op_event. A handler call returns false to stop the parser; failure() then says why.
+///
+/// Which rules apply (Kineto's or strata's) depends on facts that may come anywhere in the
+/// document. The handler assumes a format from what it has seen before the first event; if the
+/// whole document then says otherwise (rare: strata and Kineto both write those facts first),
+/// needs_second_pass() is true and the reader parses again with the format fixed.
+class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, trace_builder> {
+ public:
+  /// `kineto`: the format when it is already known (the second pass), else nothing.
+  trace_builder(std::string source, std::optional<bool> kineto)
+      : source_(std::move(source)), fixed_(kineto.has_value()), kineto_(kineto.value_or(false)) {}
+
+  // --- RapidJSON's handler interface (numbers arrive as their text) ---
+  bool Null() { return scalar("null"); }
+  bool Bool(bool b) { return scalar(b ? "true" : "false"); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) { return scalar({s, n}); }
+  bool String(const char* s, rapidjson::SizeType n, bool) { return scalar({s, n}); }
+  bool Key(const char* s, rapidjson::SizeType n, bool) { return key({s, n}); }
+  bool StartObject() { return open(false); }
+  bool StartArray() { return open(true); }
+  bool EndObject(rapidjson::SizeType) { return close(); }
+  bool EndArray(rapidjson::SizeType) { return close(); }
+
+  /// Why the handler stopped the parser; empty when it did not.
+  const std::string& failure() const noexcept { return failure_; }
+  bool too_deep() const noexcept { return too_deep_; }
+
+  /// True when the document turned out to be of the other format than the one its events
+  /// were read with.
+  bool needs_second_pass() const noexcept { return decided_ && final_kineto() != kineto_; }
+  bool final_kineto() const noexcept { return fixed_ ? kineto_ : !strata_seen_ && kineto_seen_; }
+
+  /// The trace, once the parser has finished without an error. Raises strata::error for a
+  /// document that holds no traceEvents array or a bad otherData.dropped.
+  saved_trace finish() {
+    if (!events_found_ || (root_is_array_ && index_ == 0))
+      throw error("trace " + source_ + " has no traceEvents array: not a Chrome trace JSON");
+    out_.format = strata_seen_ ? "strata" : final_kineto() ? "kineto" : "chrome";
+    out_.device_name = final_kineto() ? "CUDA" : "NEURON";
+    if (strata_seen_) {
+      if (dropped_) {
+        const auto n = parse_unsigned(*dropped_);
+        if (!n) throw error("trace " + source_ + ": otherData.dropped is not a count: " + *dropped_);
+        out_.records_lost = *n;
+      }
+      if (overflow_) overflow_policy_from_name(*overflow_, out_.overflow);
+    }
+    for (const auto& [track, stack] : open_) out_.skipped += stack.size();  // B without E
+    if (!steps_tracks_.empty())
+      for (op_event& ev : out_.events)
+        if (const auto it = steps_tracks_.find(ev.track); it != steps_tracks_.end()) ev.steps_of = it->second;
+    std::vector<bool> used(track_of_.size(), false);
+    for (const op_event& ev : out_.events) used[ev.track] = true;
+    out_.tracks = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
+    return std::move(out_);
+  }
+
+ private:
+  /// What the next value is, as named by the key before it.
+  enum class slot : std::uint8_t {
+    none, trace_events, other_data, dropped, overflow_policy,
+    ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims, steps_of,
+  };
+  static constexpr int field_count = 11;  // ph .. steps_of: the values kept per event
+
+  /// One event's values as text, the first of each key (a repeated key is ignored).
+  struct event_fields {
+    std::string text[field_count];
+    unsigned seen = 0;
+    bool has(slot s) const noexcept { return (seen >> index(s)) & 1u; }
+    const std::string& get(slot s) const noexcept { return text[index(s)]; }
+    static int index(slot s) noexcept { return static_cast<int>(s) - static_cast<int>(slot::ph) - (s > slot::args); }
+  };
+
+  static bool is_event_field(slot s) noexcept { return s >= slot::ph && s != slot::args; }
+
+  bool stop(std::string message) {
+    failure_ = std::move(message);
+    return false;
+  }
+  std::string where() const {
+    return "trace " + source_ + ", traceEvents[" + std::to_string(index_ - 1) + "]";
+  }
+
+  bool key(std::string_view k) {
+    next_ = slot::none;
+    if (dims_depth_ != 0) return true;  // keys inside Input Dims are dropped
+    if (depth_ == 1 && !root_is_array_) {
+      if (k == "traceEvents") next_ = events_found_ ? slot::none : slot::trace_events;
+      else if (k == "otherData") next_ = slot::other_data;
+      else if (k == "schemaVersion" || k == "deviceProperties") kineto_seen_ = true;
+    } else if (depth_ == other_depth_) {
+      if (k == "strata_version") strata_seen_ = true;
+      else if (k == "dropped") next_ = slot::dropped;
+      else if (k == "overflow_policy") next_ = slot::overflow_policy;
+    } else if (in_event_ && depth_ == events_depth_ + 1) {
+      if (k == "ph") next_ = slot::ph;
+      else if (k == "cat") next_ = slot::cat;
+      else if (k == "name") next_ = slot::name;
+      else if (k == "pid") next_ = slot::pid;
+      else if (k == "tid") next_ = slot::tid;
+      else if (k == "ts") next_ = slot::ts;
+      else if (k == "dur") next_ = slot::dur;
+      else if (k == "args") next_ = args_depth_ == 0 && !args_seen_ ? slot::args : slot::none;
+    } else if (depth_ == args_depth_) {
+      if (k == "correlation_id") next_ = slot::correlation_id;
+      else if (k == "External id") next_ = slot::external_id;
+      else if (k == "Input Dims") next_ = slot::input_dims;
+      else if (k == "steps_of") next_ = slot::steps_of;
+    }
+    if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
+    return true;
+  }
+
+  bool scalar(std::string_view text) {
+    const slot s = std::exchange(next_, slot::none);
+    if (dims_depth_ != 0) {
+      dims_item();
+      dims_text(text);
+      return true;
+    }
+    if (depth_ == 0) return true;  // a document that is one scalar: finish() refuses it
+    if (events_depth_ != 0 && depth_ == events_depth_) {  // an event that is not an object
+      ++index_;
+      ++out_.skipped;
+      return true;
+    }
+    switch (s) {
+      case slot::trace_events:
+        return stop("trace " + source_ + ": traceEvents is not an array");
+      case slot::dropped:
+        if (!dropped_) dropped_ = std::string(text);
+        return true;
+      case slot::overflow_policy:
+        if (!overflow_) overflow_ = std::string(text);
+        return true;
+      case slot::input_dims:
+        fields_.text[event_fields::index(s)] = text.empty() ? std::string_view("[]") : text;
+        fields_.seen |= 1u << event_fields::index(s);
+        return true;
+      default:
+        if (is_event_field(s)) {
+          fields_.text[event_fields::index(s)].assign(text);
+          fields_.seen |= 1u << event_fields::index(s);
+        }
+        return true;
+    }
+  }
+
+  bool open(bool array) {
+    const slot s = std::exchange(next_, slot::none);
+    if (++depth_ > max_json_depth) {
+      too_deep_ = true;
+      return false;
+    }
+    if (dims_depth_ != 0) {
+      dims_item();
+      dims_open();
+      return true;
+    }
+    if (depth_ == 1) {
+      root_is_array_ = array;
+      if (array) events_depth_ = 1, events_found_ = true;  // Chrome's other form: a bare array
+      return true;
+    }
+    if (events_depth_ != 0 && depth_ == events_depth_ + 1) {  // an element of traceEvents
+      ++index_;
+      if (!array) {
+        in_event_ = true;
+        args_seen_ = false;
+        fields_.seen = 0;
+      } else {
+        ++out_.skipped;
+      }
+      return true;
+    }
+    switch (s) {
+      case slot::trace_events:
+        if (!array) return stop("trace " + source_ + ": traceEvents is not an array");
+        events_depth_ = depth_;
+        events_found_ = true;
+        return true;
+      case slot::other_data:
+        if (!array && other_depth_ == 0) other_depth_ = depth_;
+        return true;
+      case slot::args:
+        if (!array) args_depth_ = depth_, args_seen_ = true;
+        return true;
+      case slot::input_dims:
+        dims_depth_ = depth_;
+        fields_.text[event_fields::index(s)].clear();
+        dims_open();
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  bool close() {
+    bool ok = true;
+    if (dims_depth_ != 0) {
+      fields_.text[event_fields::index(slot::input_dims)] += ']';
+      dims_first_.pop_back();
+      if (depth_ == dims_depth_) {
+        dims_depth_ = 0;
+        fields_.seen |= 1u << event_fields::index(slot::input_dims);
+      }
+    } else if (depth_ == args_depth_) {
+      args_depth_ = 0;
+    } else if (depth_ == other_depth_) {
+      other_depth_ = 0;
+    } else if (in_event_ && depth_ == events_depth_ + 1) {
+      in_event_ = false;
+      ok = finish_event();
+    } else if (depth_ == events_depth_) {
+      events_depth_ = 0;
+    }
+    --depth_;
+    return ok;
+  }
+
+  // Input Dims are rendered as torch prints Input Shapes: `[[4, 8], [8, 16], []]`.
+  void dims_item() {
+    if (!dims_first_.back()) fields_.text[event_fields::index(slot::input_dims)] += ", ";
+    dims_first_.back() = false;
+  }
+  void dims_open() {
+    fields_.text[event_fields::index(slot::input_dims)] += '[';
+    dims_first_.push_back(true);
+  }
+  void dims_text(std::string_view text) {
+    fields_.text[event_fields::index(slot::input_dims)] += text.empty() ? std::string_view("[]") : text;
+  }
+
+  bool finish_event() {
+    const std::string empty;
+    const auto text = [&](slot s) -> const std::string& { return fields_.has(s) ? fields_.get(s) : empty; };
+    const std::string& cat = text(slot::cat);
+    if (fields_.has(slot::cat) && kineto_only_category(cat)) kineto_seen_ = true;
+    const std::string& ph = text(slot::ph);
+    const bool is_x = ph == "X", is_b = ph == "B", is_e = ph == "E";
+    if (!is_x && !is_b && !is_e) {
+      // A steps track names the thread whose steps it holds (strata's thread_name metadata).
+      if (ph == "M" && text(slot::name) == "thread_name" && fields_.has(slot::steps_of))
+        if (const auto of = parse_unsigned(fields_.get(slot::steps_of)))
+          steps_tracks_.try_emplace(track_index(text(slot::pid), text(slot::tid)),
+                                    track_index(text(slot::pid), std::to_string(*of)));
+      ++out_.skipped;
+      return true;
+    }
+    if (!decided_) {  // the first op decides the rules this pass reads with
+      decided_ = true;
+      if (!fixed_) kineto_ = final_kineto();
+    }
+    const category_rule rule = kineto_ ? kineto_category(cat) : strata_category(cat);
+    if (!rule.is_op && !is_e) {
+      ++out_.skipped;
+      return true;
+    }
+    const std::uint64_t track = track_index(text(slot::pid), text(slot::tid));
+
+    const auto ts = fields_.has(slot::ts) ? parse_us_as_ns(fields_.get(slot::ts)) : std::nullopt;
+    if (!ts) return stop(where() + ": ts is missing or not a number of microseconds");
+
+    if (is_e) {  // closes the latest open B of its track
+      const auto it = open_.find(track);
+      if (it == open_.end() || it->second.empty()) {
+        ++out_.skipped;
+        return true;
+      }
+      op_event ev = std::move(it->second.back());
+      it->second.pop_back();
+      ev.end_ns = *ts;
+      out_.events.push_back(std::move(ev));
+      return true;
+    }
+
+    op_event ev;
+    ev.name = text(slot::name);
+    ev.layer = rule.layer;
+    ev.track = track;
+    ev.begin_ns = *ts;
+    if (rule.correlated) {
+      const slot id = rule.external_id ? slot::external_id : slot::correlation_id;
+      if (fields_.has(id)) ev.correlation_id = parse_unsigned(fields_.get(id)).value_or(0);
+    }
+    if (fields_.has(slot::input_dims)) ev.input_shapes = fields_.get(slot::input_dims);
+    if (is_b) {
+      open_[track].push_back(std::move(ev));
+      return true;
+    }
+    const auto dur = fields_.has(slot::dur) ? parse_us_as_ns(fields_.get(slot::dur)) : std::nullopt;
+    if (!dur || *dur < 0 || *ts > std::numeric_limits<std::int64_t>::max() - *dur)
+      return stop(where() + ": dur is missing or not a non-negative number of microseconds");
+    ev.end_ns = *ts + *dur;
+    out_.events.push_back(std::move(ev));
+    return true;
+  }
+
+  /// The track of (pid, tid), numbered in order of first appearance.
+  std::uint64_t track_index(const std::string& pid, const std::string& tid) {
+    track_key_ = pid;
+    track_key_ += '\0';
+    track_key_ += tid;
+    const auto found = track_of_.find(track_key_);
+    return found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+  }
+
+  std::string source_;
+  std::string failure_;
+  saved_trace out_;
+
+  // Where the parser is. Depths count open arrays and objects (the root is 1); 0: not inside.
+  std::size_t depth_ = 0;
+  std::size_t events_depth_ = 0;  ///< the traceEvents array
+  std::size_t other_depth_ = 0;   ///< the otherData object
+  std::size_t args_depth_ = 0;    ///< the current event's args object
+  std::size_t dims_depth_ = 0;    ///< the current event's Input Dims value
+  std::vector<bool> dims_first_;  ///< per open level of Input Dims: no item written yet
+  slot next_ = slot::none;
+  bool root_is_array_ = false;
+  bool events_found_ = false;
+  bool in_event_ = false;
+  bool args_seen_ = false;
+  bool too_deep_ = false;
+  std::size_t index_ = 0;  ///< traceEvents entries begun so far
+
+  event_fields fields_;
+  std::string track_key_;
+  std::unordered_map<std::string, std::uint64_t> track_of_;
+  std::unordered_map<std::uint64_t, std::vector<op_event>> open_;  // B events per track
+  std::unordered_map<std::uint64_t, std::uint64_t> steps_tracks_;   // steps track -> its thread's
+
+  // The format: what the document has said so far, and what this pass reads with.
+  bool fixed_ = false;
+  bool kineto_ = false;
+  bool decided_ = false;
+  bool strata_seen_ = false;
+  bool kineto_seen_ = false;
+  std::optional<std::string> dropped_;
+  std::optional<std::string> overflow_;
+};
+
+}  // namespace detail
+}  // namespace report
+}  // namespace v1
+}  // namespace strata

@@ -1,0 +1,151 @@
+// tools/report/trace_reader.hpp: a saved Chrome trace JSON (strata's own, or torch.profiler's
+// Kineto trace), plain or gzip-compressed, read back into op_events for key_averages() (rules:
+// docs/key-averages.md, "Reading a saved trace").
+//
+// The document is streamed through RapidJSON's SAX reader in 64 KiB blocks: memory holds the
+// events, never the document. Needs rapidjson-dev (headers) and zlib (link -lz), so the
+// umbrella header strata/strata.hpp does not include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <istream>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "strata/analysis/averages.hpp"
+#include "strata/analysis/key_averages.hpp"
+#include "strata/error.hpp"
+#include "strata/profiler_config.hpp"
+#include "strata/record.hpp"
+#include "report/gzip_input.hpp"
+#include "report/rapidjson_reader.hpp"
+#include "report/trace_events.hpp"
+#include "report/trace_input.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace report {
+namespace detail {
+
+/// RapidJSON's parse errors, in the words strata's messages use.
+inline std::string_view json_error_text(rapidjson::ParseErrorCode code) noexcept {
+  switch (code) {
+    case rapidjson::kParseErrorDocumentEmpty: return "the document is empty";
+    case rapidjson::kParseErrorDocumentRootNotSingular: return "text after the end of the document";
+    case rapidjson::kParseErrorValueInvalid: return "expected value";
+    case rapidjson::kParseErrorObjectMissName: return "expected a key in quotes";
+    case rapidjson::kParseErrorObjectMissColon: return "expected ':' after a key";
+    case rapidjson::kParseErrorObjectMissCommaOrCurlyBracket: return "expected ',' or '}'";
+    case rapidjson::kParseErrorArrayMissCommaOrSquareBracket: return "expected ',' or ']'";
+    case rapidjson::kParseErrorStringUnicodeEscapeInvalidHex: return "bad \\u escape";
+    case rapidjson::kParseErrorStringUnicodeSurrogateInvalid: return "bad UTF-16 surrogate in a \\u escape";
+    case rapidjson::kParseErrorStringEscapeInvalid: return "bad escape in a string";
+    case rapidjson::kParseErrorStringMissQuotationMark: return "unterminated string";
+    case rapidjson::kParseErrorStringInvalidEncoding: return "a string is not valid UTF-8";
+    case rapidjson::kParseErrorNumberTooBig: return "number too big";
+    case rapidjson::kParseErrorNumberMissFraction: return "expected digits after '.'";
+    case rapidjson::kParseErrorNumberMissExponent: return "expected digits in the exponent";
+    default: return "unexpected character";
+  }
+}
+
+/// One pass of the parser over `source`; `kineto` fixes the format (see trace_builder).
+template <class Source>
+trace_builder parse_trace(Source& source, const std::string& name, std::optional<bool> kineto) {
+  json_input<Source> in(source);
+  trace_builder builder(name, kineto);
+  rapidjson::Reader reader;
+  // Numbers as their text (exact nanoseconds) and strings that must be UTF-8. The parser
+  // recurses once per nesting level, but the builder stops it past max_json_depth, before it
+  // goes deeper, so a hostile document cannot exhaust the stack (and the recursive parser is a
+  // fifth quicker than RapidJSON's iterative one).
+  constexpr unsigned flags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag;
+  const rapidjson::ParseResult result = reader.Parse<flags>(in, builder);
+  if (!source.failure().empty()) throw error("cannot read trace " + name + ": " + source.failure());
+  if (builder.too_deep())
+    throw error("trace " + name + " is not a trace: values nest more than " +
+                std::to_string(max_json_depth) + " levels deep (line " + std::to_string(in.line()) + ")");
+  if (!builder.failure().empty()) throw error(builder.failure());
+  if (result.IsError())
+    throw error("trace " + name + " is not valid JSON: line " + std::to_string(in.line()) + ": " +
+                std::string(json_error_text(result.Code())));
+  return builder;
+}
+
+/// Parses what `open()` gives; opens it once more in the rare document whose format is told
+/// only after its events.
+template <class Open>
+saved_trace read_trace_from(Open open, const std::string& name) {
+  auto first_source = open();
+  trace_builder first = parse_trace(first_source, name, std::nullopt);
+  if (!first.needs_second_pass()) return first.finish();
+  auto second_source = open();
+  return parse_trace(second_source, name, first.final_kineto()).finish();
+}
+
+}  // namespace detail
+
+/// Reads a Chrome trace JSON document held in memory; `source` names it in error messages.
+inline saved_trace read_trace_bytes(std::string_view json, const std::string& source = "<memory>") {
+  return detail::read_trace_from([&] { return detail::memory_source(json); }, source);
+}
+
+/// Reads a Chrome trace JSON document from `in`; `source` names it in error messages. The
+/// stream is read into memory first (read_trace(path) streams a file instead).
+/// Raises `strata::error` when it is not valid JSON or holds no traceEvents array.
+inline saved_trace read_trace(std::istream& in, const std::string& source = "<stream>") {
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return read_trace_bytes(text, source);
+}
+
+/// Reads the trace.json at `path` (strata's, or torch.profiler's Kineto trace), plain or
+/// gzip-compressed (recognised by gzip's magic bytes, whatever the name): its complete (`X`)
+/// events, and `B`/`E` pairs, as op_events. Raises `strata::error` naming the file when it
+/// cannot be read, is not valid JSON or has no traceEvents array.
+///
+/// **Example**
+/// ```
+/// strata::saved_trace t = strata::read_trace("strata-out/trace.json");
+/// fmt::print("{}", strata::key_averages(t).table({.sort_by = "self_cpu_time_total"}));
+/// ```
+inline saved_trace read_trace(const std::filesystem::path& path) {
+  const std::string source = "'" + path.string() + "'";
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw error("cannot read trace " + source + ": no such file");
+  if (std::filesystem::is_directory(status))
+    throw error("cannot read trace " + source + ": it is a directory");
+  const auto open_plain = [&] {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) throw error("cannot read trace " + source + ": cannot open it (permissions?)");
+    std::setvbuf(f, nullptr, _IONBF, 0);  // json_input reads in large blocks already
+    return detail::file_source(f);
+  };
+  char magic[2] = {};
+  const std::size_t got = [&] {
+    detail::file_source first = open_plain();
+    return first.read(magic, sizeof magic);
+  }();
+  if (detail::starts_like_gzip(std::string_view(magic, got)))
+    return detail::read_trace_from([&] { return detail::gzip_source(path); }, source);
+  return detail::read_trace_from(open_plain, source);
+}
+
+/// key_averages() of a saved trace, labelled with its device name and lost-record count.
+inline averages key_averages(const saved_trace& trace, key_averages_options opt = {}) {
+  opt.device_name = trace.device_name;
+  averages out = key_averages(std::span<const op_event>(trace.events), opt);
+  out.records_lost = trace.records_lost;
+  out.overflow = trace.overflow;
+  return out;
+}
+
+}  // namespace report
+}  // namespace v1
+}  // namespace strata
