@@ -15,7 +15,7 @@
 //   limit     the limit baseline, no profiler
 //   lossless  scope_user under the default session (only output_dir set, to the temporary
 //             directory: blocks of 64 KiB handed to the session, spilled past 256 MiB)
-//   flight    scope_user under a flight recorder: overwrite_oldest, buffer_capacity --ring
+//   flight    scope_user under a flight recorder: overflow_policy::flight_recorder, buffer_capacity --ring
 //             (default 2^16)
 //
 // The profiler is started before the threads start and stopped after they are joined; nothing
@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "overhead_cases.hpp"
-#include "strata/core/clock.hpp"
+#include "strata/clock.hpp"
 #include "strata/profiler.hpp"
 
 #ifndef STRATA_BENCH_BUILD
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
   strata::profiler_config config;
   config.output_dir = (std::filesystem::temp_directory_path() / "strata-sustained-scope").string();
   if (o.what == candidate::flight) {
-    config.overflow = strata::overflow_policy::overwrite_oldest;
+    config.overflow = strata::overflow_policy::flight_recorder;
     config.buffer_capacity = o.ring;
   }
   std::optional<strata::profiler> prof;
@@ -314,8 +314,8 @@ int main(int argc, char** argv) {
   const double wall_s = std::chrono::duration<double>(end.at - begin.at).count();
   const std::string clock_name(strata::clock_source_name(strata::clock::source()));
   const std::string policy = o.what == candidate::limit    ? "none"
-                             : o.what == candidate::flight ? "overwrite_oldest"
-                                                           : "drop_newest";
+                             : o.what == candidate::flight ? "flight_recorder"
+                                                           : "lossless";
 #if defined(__clang__)
   std::string compiler = std::string("clang ") + __clang_version__;
 #else
@@ -352,8 +352,8 @@ int main(int argc, char** argv) {
   if (prof) {
     line += ",\"recorded\":" + std::to_string(st.recorded);
     line += ",\"dropped\":" + std::to_string(st.dropped);
-    line += ",\"spilled\":" + std::to_string(st.spilled);
-    line += ",\"peak_memory\":" + std::to_string(st.peak_memory);
+    line += ",\"spilled\":" + std::to_string(st.memory.spilled);
+    line += ",\"peak_memory\":" + std::to_string(st.memory.peak);
   }
   line += ",\"ok\":" + std::string(failures.empty() ? "true" : "false");
   line += ",\"failures\":" + json_array(failures, json_string);
@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
                o.name.c_str(), o.threads, o.threads == 1 ? "" : "s",
                static_cast<unsigned long long>(o.calls), static_cast<unsigned long long>(o.warm_up),
                o.what == candidate::limit    ? ("limit baseline, ring " + std::to_string(o.limit_ring)).c_str()
-               : o.what == candidate::flight ? ("overwrite_oldest, ring " + std::to_string(o.ring)).c_str()
+               : o.what == candidate::flight ? ("flight recorder of " + std::to_string(o.ring)).c_str()
                                              : "default lossless session",
                clock_name.c_str());
   for (std::size_t t = 0; t < results.size(); ++t) {
@@ -382,8 +382,8 @@ int main(int argc, char** argv) {
   if (prof)
     std::fprintf(stderr, "  stats: recorded %llu, dropped %llu, spilled %llu, peak %.1f MiB\n",
                  static_cast<unsigned long long>(st.recorded), static_cast<unsigned long long>(st.dropped),
-                 static_cast<unsigned long long>(st.spilled),
-                 static_cast<double>(st.peak_memory) / 1048576.0);
+                 static_cast<unsigned long long>(st.memory.spilled),
+                 static_cast<double>(st.memory.peak) / 1048576.0);
   for (const auto& f : failures) std::fprintf(stderr, "  FAILED: %s\n", f.c_str());
   return failures.empty() ? 0 : 1;
 }
