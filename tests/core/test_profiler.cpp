@@ -211,7 +211,7 @@ TEST_CASE("stats() while running and after stop") {
     CHECK(s.recorded == 5);
     CHECK(s.dropped == 0);
     CHECK(s.threads == 1);
-    STRATA_INSTANT("sixth");  // stats() drained; later records are still counted once
+    STRATA_INSTANT("sixth");  // stats() only read counters: later records are counted once
     prof.stop();
     s = prof.stats();
     CHECK(s.recorded == 6);

@@ -191,11 +191,13 @@ class registry {
     block_store_settings blocks = settings.blocks;
     blocks.session = epoch_;
     if (flight_recorder_keep() != 0) {
-      // A flight recorder's threads take their blocks once and reuse them: nothing is spilled,
-      // and the limit does not apply; the writer keeps about one thread's ring ready.
+      // A flight recorder's threads take their blocks once, on their first lap, and then reuse
+      // them: nothing is spilled and the limit does not apply. The writer keeps a few blocks
+      // ready (a block lasts a recording thread tens of microseconds; the writer touches one in
+      // a few), not a whole ring, which would stay allocated once every thread has its own.
       blocks.spill = false;
       blocks.memory_limit = ~std::size_t{0} >> 1;
-      blocks.reserve_blocks = flight_recorder_keep() / record_block::capacity + 2;
+      blocks.reserve_blocks = std::min<std::size_t>(flight_recorder_keep() / record_block::capacity + 2, 16);
     }
     store_ = std::make_shared<block_store>(std::move(blocks));
     store_->start_writer();
