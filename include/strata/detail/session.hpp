@@ -18,6 +18,16 @@ inline namespace v1 {
 
 namespace detail {
 
+/// A device or steps track of the registry as a track of the trace: its identity and a copy of
+/// its records.
+inline thread_track copy_of(const appended_track& a) {
+  thread_track t;
+  static_cast<track_identity&>(t) = a.identity();
+  a.records.copy_to(t.records);
+  t.lost = a.lost;
+  return t;
+}
+
 /// Moves every track's records of the session that just ended out of the registry into `out`
 /// (whose `start_ticks` must be set), as they are: one copy of each thread's blocks, nothing
 /// sorted yet (`order_session` does that, on any thread). The registry is then free to begin
@@ -43,13 +53,7 @@ inline void take_session(trace_data& out) {
         }
         out.threads.push_back(std::move(t));
       },
-      [&](appended_track& a) {
-        thread_track t;
-        static_cast<track_identity&>(t) = a.identity();
-        a.records.copy_to(t.records);
-        t.lost = a.lost;
-        out.threads.push_back(std::move(t));
-      });
+      [&](appended_track& a) { out.threads.push_back(copy_of(a)); });
   if (store && out.overflow == overflow_policy::lossless) {
     out.memory = store->stats();
     out.spill = store->take_spill_file();
@@ -78,13 +82,7 @@ inline void snapshot_session(trace_data& out) {
         }
         out.threads.push_back(std::move(t));
       },
-      [&](appended_track& a) {
-        thread_track t;
-        static_cast<track_identity&>(t) = a.identity();
-        a.records.copy_to(t.records);
-        t.lost = a.lost;
-        out.threads.push_back(std::move(t));
-      });
+      [&](appended_track& a) { out.threads.push_back(copy_of(a)); });
   for (auto& [index, rt] : chains) {
     thread_track& t = out.threads[index];
     bool ok = true;
