@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "strata/error.hpp"
+#include "strata/detail/link_check.h"
 
 namespace strata {
 inline namespace v1 {
@@ -36,26 +36,11 @@ enum class trace_format : std::uint8_t {
 /// ```cpp
 /// strata::trace_format_of("out/run.pftrace.gz");  // trace_format::perfetto, gzip-compressed
 /// ```
-inline trace_format trace_format_of(std::string_view path) {
-  std::string_view name = path.substr(path.find_last_of('/') + 1);
-  if (name.ends_with(".gz")) name.remove_suffix(3);
-  if (name.ends_with(".json") && name.size() > 5) return trace_format::chrome_json;
-  if (name.ends_with(".pftrace") && name.size() > 8) return trace_format::perfetto;
-  throw error("'" + std::string(path) +
-              "' is not a trace file name: end it in .json or .json.gz (Chrome trace JSON), or "
-              ".pftrace or .pftrace.gz (Perfetto)");
-}
+trace_format trace_format_of(std::string_view path);
 
 /// Raises `strata::error` unless `path` names a file of `format`: a writer of one format never
 /// writes a name that says the other.
-inline void require_trace_format(std::string_view path, trace_format format) {
-  if (trace_format_of(path) == format) return;
-  throw error("'" + std::string(path) + "' names a " +
-              (format == trace_format::chrome_json ? "Perfetto (.pftrace) file, not Chrome trace JSON: "
-                                                     "export_perfetto_trace() writes it"
-                                                   : "Chrome trace JSON (.json) file, not Perfetto: "
-                                                     "export_chrome_trace() writes it"));
-}
+void require_trace_format(std::string_view path, trace_format format);
 
 }  // namespace v1
 }  // namespace strata

@@ -12,6 +12,7 @@
 
 #include "strata/analysis/averages.hpp"
 #include "strata/device.hpp"
+#include "strata/detail/impl/trace_format.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 #include "strata/trace_data.hpp"

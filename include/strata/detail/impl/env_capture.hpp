@@ -36,8 +36,9 @@
 #include <unistd.h>
 
 #include "strata/config.hpp"
-#include "strata/detail/env_capture.hpp"
+#include "strata/detail/signal_names.hpp"
 #if STRATA_ENABLED
+#include "strata/detail/env_capture.hpp"
 #include "strata/detail/trace_file.hpp"
 #include "strata/detail/impl/profiler.hpp"  // environment_profiler
 #include "strata/ondemand.hpp"
