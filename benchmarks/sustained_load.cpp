@@ -208,12 +208,14 @@ int main(int argc, char** argv) {
   std::printf("VmHWM MiB       %.1f while recording; %.1f after stop() collected (%.2f s)\n",
               hwm_recording, memory_mib("VmHWM"), collect_s);
   // lossless: every scope made is kept; with --no-spill, the limit's blocks plus each thread's
-  // current one. flight: each thread keeps its newest ring - 1. Either way kept + lost accounts
-  // for every scope.
+  // current one. flight: each thread keeps exactly its newest `ring`. Either way kept + lost
+  // accounts for every scope.
   const std::uint64_t block = 2048;
   const std::uint64_t no_spill_keeps = (config.memory_limit / (block * 32) + o.threads) * block;
   const bool accounted = s.recorded + s.dropped == total;
-  const bool ok = accounted && (o.flight     ? s.recorded <= o.threads * (o.ring - 1)
+  std::uint64_t flight_keeps = 0;
+  for (auto m : made) flight_keeps += std::min<std::uint64_t>(m, o.ring);
+  const bool ok = accounted && (o.flight     ? s.recorded == flight_keeps
                                 : o.spill   ? s.dropped == 0
                                             : s.recorded == std::min(total, no_spill_keeps));
   bool exported = true;

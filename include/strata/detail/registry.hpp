@@ -192,12 +192,14 @@ class registry {
     blocks.session = epoch_;
     if (flight_recorder_keep() != 0) {
       // A flight recorder's threads take their blocks once, on their first lap, and then reuse
-      // them: nothing is spilled and the limit does not apply. The writer keeps a few blocks
-      // ready (a block lasts a recording thread tens of microseconds; the writer touches one in
-      // a few), not a whole ring, which would stay allocated once every thread has its own.
+      // them: nothing is spilled, and the limit (which a flight recorder's blocks do not count
+      // against) bounds only the free blocks the store keeps. The writer keeps a few ready (a
+      // block lasts a recording thread tens of microseconds; the writer touches one in a few),
+      // not a whole ring, which would stay allocated once every thread has its own.
+      const std::size_t ready = std::min<std::size_t>(flight_recorder_keep() / record_block::capacity + 2, 16);
       blocks.spill = false;
-      blocks.memory_limit = ~std::size_t{0} >> 1;
-      blocks.reserve_blocks = std::min<std::size_t>(flight_recorder_keep() / record_block::capacity + 2, 16);
+      blocks.memory_limit = ready * block_bytes;
+      blocks.reserve_blocks = ready;
     }
     store_ = std::make_shared<block_store>(std::move(blocks));
     store_->start_writer();

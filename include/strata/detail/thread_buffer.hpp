@@ -112,11 +112,14 @@ class thread_buffer {
     return true;
   }
 
-  /// The thread is exiting (on its own thread, the registry's lock held): what it holds is
-  /// copied into an exact-size list and its blocks go back to the store, so a short-lived
-  /// thread holds the memory of its records, not of blocks.
+  /// The thread is exiting (on its own thread, the registry's lock held). A thread still on
+  /// its first block has its records copied into an exact-size list and the block goes back to
+  /// the store, so a short-lived thread holds the memory of its records, not of a block. A
+  /// flight recorder further along keeps its blocks as they are: its ring is what it holds
+  /// anyway, and copying it would take that much memory again.
   void retire() {
     if (keep_ != 0) {
+      if (current_ == nullptr || number_.load(std::memory_order_relaxed) != 0) return;
       std::vector<record> kept;
       const buffer_counts c = copy_flight(kept);
       std::lock_guard lock(store_->mutex());
@@ -367,6 +370,7 @@ class thread_buffer {
   buffer_counts copy_flight(std::vector<record>& out) const {
     const flight_range range = newest_range(read_position());
     buffer_counts c{0, range.total - range.wanted};
+    out.reserve(out.size() + range.wanted);  // one allocation: no copy of a half-grown vector
     for (std::uint64_t j = range.first_block; range.wanted != 0 && j <= range.current_block; ++j) {
       const ring_slot& s = ring_[j % ring_size_];
       const record* first = s.block->begin() + (j == range.first_block ? range.skip : 0);
