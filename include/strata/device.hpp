@@ -16,9 +16,11 @@
 #include <string>
 #include <string_view>
 
+#include "strata/config.hpp"
 #include "strata/error.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/link_check.h"
+#include "strata/detail/record_path.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -147,6 +149,8 @@ struct device_track {
   std::string_view track_name;  ///< e.g. "Tensor", "DMA queue 0"
 };
 
+#if STRATA_ENABLED
+
 /// Whether a running session takes device records of `core` (device layer captured, core in
 /// `capture_cores`). A producer asks once per execution and skips building records otherwise.
 bool device_core_captured(std::uint32_t core);
@@ -187,6 +191,22 @@ std::string json_string(std::string_view text);
 /// A number that changes with each session started, or 0 while none records: what a producer
 /// compares with to do something once per session (name a device's tracks, say).
 std::uint32_t recording_session() noexcept;
+
+#else  // compiled out: nothing is recorded, as the C API's calls do nothing
+
+inline bool device_core_captured(std::uint32_t) { return false; }
+inline std::size_t append_device_records(const device_track&, std::span<const record>) { return 0; }
+inline const site* intern_site(const site&, std::string_view, std::string_view = {}) {
+  return &detail::unnamed_site;
+}
+inline std::string json_string(std::string_view text) {
+  std::string quoted(1, '"');
+  quoted.append(text).push_back('"');
+  return quoted;
+}
+inline std::uint32_t recording_session() noexcept { return 0; }
+
+#endif  // STRATA_ENABLED
 
 }  // namespace v1
 }  // namespace strata

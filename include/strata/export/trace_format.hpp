@@ -29,6 +29,21 @@ enum class trace_format : std::uint8_t {
   perfetto,     ///< `.pftrace`, `.pftrace.gz`: Perfetto's protobuf (Perfetto UI, trace_processor)
 };
 
+/// Whether the name of `path` is a trace file's, and if so its format in `format`.
+constexpr bool trace_format_in_name(std::string_view path, trace_format& format) noexcept {
+  std::string_view name = path.substr(path.find_last_of('/') + 1);
+  if (name.ends_with(".gz")) name.remove_suffix(3);
+  if (name.ends_with(".json") && name.size() > 5) {
+    format = trace_format::chrome_json;
+    return true;
+  }
+  if (name.ends_with(".pftrace") && name.size() > 8) {
+    format = trace_format::perfetto;
+    return true;
+  }
+  return false;
+}
+
 /// The format the name of `path` asks for; a name that ends in neither raises `strata::error`
 /// naming the endings strata writes.
 ///

@@ -12,11 +12,11 @@
 
 #include "strata/analysis/averages.hpp"
 #include "strata/device.hpp"
-#include "strata/detail/impl/trace_format.hpp"
+#include "strata/error.hpp"
+#include "strata/export/trace_format.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 #include "strata/trace_data.hpp"
-#include "strata/detail/record_path.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -78,13 +78,17 @@ capture_result request_capture(const capture_request&) noexcept {
 capture_state ondemand_state() { return {}; }
 void detail::enable_ondemand(const ondemand_settings&) { detail::say_compiled_out(); }
 
-bool device_core_captured(std::uint32_t) { return false; }
-std::size_t append_device_records(const device_track&, std::span<const record>) { return 0; }
-const site* intern_site(const site&, std::string_view, std::string_view) {
-  return &detail::unnamed_site;
+// The file-name rule, for a compiled-out program that writes a trace_data of its own; shorter
+// messages than the full implementation's keep this file quick to compile.
+trace_format trace_format_of(std::string_view path) {
+  trace_format format{};
+  if (!trace_format_in_name(path, format))
+    throw error("not a trace file name: end it in .json, .json.gz, .pftrace or .pftrace.gz");
+  return format;
 }
-std::string json_string(std::string_view text) { return "\"" + std::string(text) + "\""; }
-std::uint32_t recording_session() noexcept { return 0; }
+void require_trace_format(std::string_view path, trace_format format) {
+  if (trace_format_of(path) != format) throw error("the file's name asks for the other trace format");
+}
 
 std::vector<average_row> averages::sorted(std::string_view) const { return rows; }
 std::string averages::table(const table_options&) const {

@@ -1,6 +1,5 @@
 // strata/detail/impl/trace_format.hpp: the file-name rule's definitions (strata/export/
-// trace_format.hpp), in both implementations: a program compiled out may still write a
-// trace_data of its own.
+// trace_format.hpp), with messages that name the file and what to do.
 #pragma once
 
 #include <string>
@@ -24,10 +23,8 @@ namespace detail {
 }  // namespace detail
 
 trace_format trace_format_of(std::string_view path) {
-  std::string_view name = path.substr(path.find_last_of('/') + 1);
-  if (name.ends_with(".gz")) name.remove_suffix(3);
-  if (name.ends_with(".json") && name.size() > 5) return trace_format::chrome_json;
-  if (name.ends_with(".pftrace") && name.size() > 8) return trace_format::perfetto;
+  trace_format format{};
+  if (trace_format_in_name(path, format)) return format;
   detail::refuse_trace_name(path,
                             "is not a trace file name: end it in .json or .json.gz (Chrome trace "
                             "JSON), or .pftrace or .pftrace.gz (Perfetto)");
