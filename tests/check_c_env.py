@@ -46,10 +46,22 @@ def child_env(extra):
     return env
 
 
+def default_signals():
+    """In the child, before it runs: every signal at its default action. A shell that started
+    this script in the background (`nohup`, `&`) hands its children SIGHUP, SIGINT and SIGQUIT
+    ignored, which the handlers check would take for handlers of strata's."""
+    for s in signal.valid_signals():
+        if s not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(s, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+
+
 def run(child, env, commands, cwd):
     """Runs the child to the end on `commands`."""
     return subprocess.run([child], env=child_env(env), cwd=cwd, input="".join(c + "\n" for c in commands),
-                          capture_output=True, text=True, timeout=WAIT_S * 2)
+                          capture_output=True, text=True, timeout=WAIT_S * 2, preexec_fn=default_signals)
 
 
 class Child:
@@ -57,7 +69,8 @@ class Child:
 
     def __init__(self, child, env, cwd):
         self.p = subprocess.Popen([child], env=child_env(env), cwd=cwd, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=default_signals)
         self.out, self.err, self.err_lines = queue.Queue(), queue.Queue(), []
         for stream, q in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
             threading.Thread(target=self._pump, args=(stream, q), daemon=True).start()
