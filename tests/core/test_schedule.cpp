@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/error.hpp"
 #include "strata/schedule.hpp"
 #include "support.hpp"
 

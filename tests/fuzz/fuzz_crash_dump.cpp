@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (const strata::thread_track& t : dump->data.threads)
     for (const strata::record& r : t.records)
-      if (r.where == nullptr || r.where->name == nullptr) std::abort();
+      if (r.site == nullptr || r.site->name == nullptr) std::abort();
   static_cast<void>(dump->missing());
   return 0;
 }

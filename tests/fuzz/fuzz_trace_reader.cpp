@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (t.format != "strata" && t.format != "kineto" && t.format != "chrome") std::abort();
   if (t.tracks > t.events.size()) std::abort();
   // What strata-report does next must hold up on whatever the reader accepted.
-  const strata::averages avg = strata::key_averages(t, {.group_by_input_shape = true});
+  const strata::averages avg = strata::report::key_averages(t, {.group_by_input_shape = true});
   std::uint64_t calls = 0;
   for (const auto& r : avg.rows) calls += r.count;
   if (calls > t.events.size()) std::abort();
