@@ -8,13 +8,34 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
 #include "strata/record.hpp"
+
+// Under AddressSanitizer, a block in the pool's free list is poisoned, so that a use after
+// free_block() is still reported as it was when blocks came from operator new.
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_DETAIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_DETAIL_ASAN 1
+#endif
+#endif
+#if defined(STRATA_DETAIL_ASAN)
+#include <sanitizer/asan_interface.h>
+#define STRATA_DETAIL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define STRATA_DETAIL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define STRATA_DETAIL_POISON(p, n) static_cast<void>(0)
+#define STRATA_DETAIL_UNPOISON(p, n) static_cast<void>(0)
+#endif
 
 namespace strata {
 inline namespace v1 {
@@ -35,11 +56,139 @@ static_assert(sizeof(record_block) == block_bytes);
 
 inline constexpr std::align_val_t block_alignment{4096};
 
+#if defined(__linux__)
+/// Where blocks come from on Linux: 2 MiB chunks of 32 blocks, aligned to 2 MiB and advised as
+/// transparent huge pages, so that the first touch of a chunk faults in one huge page instead
+/// of 512 small ones. A sustained session needs fresh memory all the time (every record it
+/// keeps), and with a recording thread on every core the kernel's time for 4 KiB faults (one
+/// per 16 records written) is taken from the recording threads. Where THP is off, a chunk
+/// faults in 4 KiB pages as plain allocations do. A chunk is unmapped as soon as all its
+/// blocks are free again, so a collected session gives its memory back.
+///
+/// One pool per copy of strata in a process (a function-local static): every block goes back
+/// to the pool of the store that took it, so two shared libraries with their own copies never
+/// mix blocks. It is never destroyed: blocks may be freed by threads that exit after main().
+class block_pool {
+ public:
+  static constexpr std::size_t chunk_bytes = std::size_t{2} << 20;
+  static constexpr std::size_t blocks_per_chunk = chunk_bytes / block_bytes;
+
+  static block_pool& instance() noexcept {
+    static block_pool* pool = new block_pool;  // never destroyed, see above
+    return *pool;
+  }
+
+  record_block* take() noexcept {
+    lock();
+    if (free_.empty() && !map_chunk()) {
+      unlock();
+      return nullptr;
+    }
+    record_block* b = free_.back();
+    free_.pop_back();
+    ++chunk_of(b).used;
+    unlock();
+    STRATA_DETAIL_UNPOISON(b, sizeof(record_block));
+    return b;
+  }
+
+  void give_back(record_block* b) noexcept {
+    STRATA_DETAIL_POISON(b, sizeof(record_block));
+    lock();
+    chunk& c = chunk_of(b);
+    if (--c.used == 0) {
+      // Its other blocks are all in free_: drop them and unmap the chunk.
+      const auto base = c.base;
+      std::size_t kept = 0;
+      for (record_block* f : free_)
+        if (base_of(f) != base) free_[kept++] = f;
+      free_.resize(kept);
+      c = chunks_.back();
+      chunks_.pop_back();
+      STRATA_DETAIL_UNPOISON(reinterpret_cast<void*>(base), chunk_bytes);  // the range may be mapped again
+      ::munmap(reinterpret_cast<void*>(base), chunk_bytes);
+    } else {
+      free_.push_back(b);  // cannot fail: reserved for every block of every chunk
+    }
+    unlock();
+  }
+
+  /// Chunks mapped, and blocks ready in them, now (for tests and diagnostics).
+  std::size_t chunk_count() noexcept {
+    lock();
+    const std::size_t n = chunks_.size();
+    unlock();
+    return n;
+  }
+  std::size_t free_count() noexcept {
+    lock();
+    const std::size_t n = free_.size();
+    unlock();
+    return n;
+  }
+
+ private:
+  struct chunk {
+    std::uintptr_t base;
+    std::size_t used;
+  };
+
+  static std::uintptr_t base_of(const record_block* b) noexcept {
+    return reinterpret_cast<std::uintptr_t>(b) & ~(std::uintptr_t{chunk_bytes} - 1);
+  }
+  chunk& chunk_of(const record_block* b) noexcept {
+    const std::uintptr_t base = base_of(b);
+    // Newest first: a block is most often one of the latest chunk's. (128 chunks for the
+    // default 256 MiB limit.)
+    for (auto c = chunks_.rbegin(); c != chunks_.rend(); ++c)
+      if (c->base == base) return *c;
+    __builtin_unreachable();
+  }
+
+  // Maps a 2 MiB-aligned chunk (4 MiB mapped, the unaligned ends unmapped) and lists its
+  // blocks as free, lowest address last so that it is taken first.
+  bool map_chunk() noexcept {
+    try {
+      chunks_.reserve(chunks_.size() + 1);
+      free_.reserve(free_.size() + blocks_per_chunk * (chunks_.size() + 1));
+    } catch (...) {
+      return false;
+    }
+    void* p = ::mmap(nullptr, 2 * chunk_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t base = (at + chunk_bytes - 1) & ~(std::uintptr_t{chunk_bytes} - 1);
+    if (base != at) ::munmap(p, base - at);
+    if (base + chunk_bytes != at + 2 * chunk_bytes)
+      ::munmap(reinterpret_cast<void*>(base + chunk_bytes), at + 2 * chunk_bytes - base - chunk_bytes);
+#ifdef MADV_HUGEPAGE
+    ::madvise(reinterpret_cast<void*>(base), chunk_bytes, MADV_HUGEPAGE);
+#endif
+    chunks_.push_back({base, 0});
+    STRATA_DETAIL_POISON(reinterpret_cast<void*>(base), chunk_bytes);
+    for (std::size_t i = blocks_per_chunk; i-- > 0;)
+      free_.push_back(reinterpret_cast<record_block*>(base + i * block_bytes));
+    return true;
+  }
+
+  void lock() noexcept { mutex_.lock(); }  // std::mutex::lock throws only on misuse
+  void unlock() noexcept { mutex_.unlock(); }
+
+  std::mutex mutex_;
+  std::vector<chunk> chunks_;
+  std::vector<record_block*> free_;
+};
+#endif
+
 /// A new block with every page touched (so that the thread recording into it takes no page
 /// fault), or nullptr when memory is exhausted. One byte a page faults it in; writing the whole
 /// block would only move 64 KiB through the cache that the recording thread then writes again.
 inline record_block* allocate_block() noexcept {
+#if defined(__linux__)
+  void* p = block_pool::instance().take();
+#else
   void* p = ::operator new(sizeof(record_block), block_alignment, std::nothrow);
+#endif
   if (p == nullptr) return nullptr;
   constexpr std::size_t page = 4096;
   for (std::size_t at = 0; at < sizeof(record_block); at += page)
@@ -47,16 +196,23 @@ inline record_block* allocate_block() noexcept {
   return static_cast<record_block*>(p);
 }
 
+/// Gives a block back; its chunk is unmapped, and its memory returned to the system, once the
+/// chunk's last block is given back.
 inline void free_block(record_block* b) noexcept {
-  if (b != nullptr) ::operator delete(static_cast<void*>(b), block_alignment);
+  if (b == nullptr) return;
+#if defined(__linux__)
+  block_pool::instance().give_back(b);
+#else
+  ::operator delete(static_cast<void*>(b), block_alignment);
+#endif
 }
 
-/// Frees a block whose records were collected, giving its pages back to the system first: the
-/// allocator would keep them resident (a freed 64 KiB chunk inside its heap), so a collected
-/// session would go on holding its memory limit's worth of RSS. The block is page-aligned and
-/// the allocator's bookkeeping lies before it, so only the block's own pages are dropped. Not
-/// for the free blocks a session releases at its end (at most 16 MiB, reused by the next
-/// session's blocks): a call per block costs a few microseconds, in the step that ends a window.
+/// Frees a block whose records were collected, giving its pages back to the system first: its
+/// chunk is unmapped only once every block of it is free, and a session's chunks hold blocks of
+/// all its threads, so without this a collection that copies one thread's records out at a time
+/// would hold about half as much memory again as the session recorded. Not for the free blocks
+/// a session releases at its end (at most 16 MiB, reused by the next session's blocks): a call
+/// per block costs a few microseconds, in the step that ends a window.
 inline void discard_block(record_block* b) noexcept {
   if (b == nullptr) return;
 #if defined(__linux__)
