@@ -2,7 +2,7 @@
 """Runs strata-report on traces written here by hand and checks what it prints.
 
 usage: check_report.py STRATA_REPORT PART TRACE_WRITER
-       PART: table, options, formats, compare, usage, many, gzip, hostile or written
+       PART: table, options, formats, compare, usage, many, gzip, hostile, torch or written
 
 The expected numbers are worked out by hand from the timestamps below (see the comments).
 `written` runs tests/trace_writer basic and reports on the trace the library itself wrote.
@@ -483,6 +483,32 @@ def part_hostile(report, tmp):
         expect(f"{name}: stdout", r.stdout, "")
 
 
+TORCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "torch")
+
+
+def part_torch(report, tmp):
+    """strata-report's table of a trace torch.profiler wrote is the table torch printed for it.
+
+    tests/data/torch holds NAME.json and NAME.KEY.txt (torch's key_averages().table(sort_by=KEY,
+    row_limit=-1)), written by tests/data/torch/make_fixtures.py with torch 1.13.1.
+    """
+    found = 0
+    for txt in sorted(os.listdir(TORCH)):
+        if not txt.endswith(".txt"):
+            continue
+        name, key = txt[: -len(".txt")].split(".", 1)
+        with open(os.path.join(TORCH, txt)) as f:
+            want = f.read()
+        r = run(report, os.path.join(TORCH, name + ".json"), "--sort-by", key, "--row-limit", "-1")
+        expect(f"{txt}: strata-report's table", r.stdout, want)
+        found += 1
+    expect("torch fixtures found", found > 0, True)
+    # Every ProfilerStep#N of a scheduled run is one ProfilerStep* row, as torch prints it.
+    header, rows = table_rows(run(report, os.path.join(TORCH, "schedule.json")).stdout)
+    check_row(rows, "ProfilerStep*", **{"# of Calls": "3"})
+    expect("no ProfilerStep#N row", [row["Name"] for row in rows if row["Name"].startswith("ProfilerStep#")], [])
+
+
 def part_written(report, tmp, writer):
     w = subprocess.run([writer, "basic", tmp], capture_output=True, text=True)
     if w.returncode != 0:
@@ -518,7 +544,7 @@ def main():
     report, part, writer = sys.argv[1:]
     parts = {"table": part_table, "options": part_options, "formats": part_formats,
              "compare": part_compare, "usage": part_usage, "many": part_many, "gzip": part_gzip,
-             "hostile": part_hostile}
+             "hostile": part_hostile, "torch": part_torch}
     with tempfile.TemporaryDirectory(prefix="strata-report-") as tmp:
         if part == "written":
             part_written(report, tmp, writer)

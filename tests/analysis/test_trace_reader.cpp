@@ -184,7 +184,8 @@ TEST_CASE("trace reader: a Kineto trace puts kernel time on the cpu_op through E
   CHECK(mm->self_cpu_ns == 15000);
   REQUIRE(row(avg, "cudaLaunchKernel") != nullptr);
   CHECK(row(avg, "cudaLaunchKernel")->self_device_ns == 0);
-  CHECK(row(avg, "ProfilerStep#1")->device_total_ns == 4000);
+  REQUIRE(row(avg, "ProfilerStep*") != nullptr);  // torch's folded name
+  CHECK(row(avg, "ProfilerStep*")->device_total_ns == 4000);
   CHECK(avg.self_device_total_ns() == 5000);  // the kernel and the copy
   const std::string table = avg.table();
   CHECK(table.find("Self CUDA %") != std::string::npos);
@@ -470,7 +471,8 @@ TEST_CASE("trace reader: a steps track is read back as the steps of its thread")
   // The same rows as the session: each step's self time is what outer leaves of it.
   const auto from_file = strata::report::key_averages(t);
   CHECK(from_file.to_csv() == strata::key_averages(d).to_csv());
-  CHECK(row(from_file, "ProfilerStep#0")->self_cpu_ns == 1000);
-  CHECK(row(from_file, "ProfilerStep#1")->self_cpu_ns == 2000);
+  REQUIRE(row(from_file, "ProfilerStep*") != nullptr);  // both steps, folded
+  CHECK(row(from_file, "ProfilerStep*")->count == 2);
+  CHECK(row(from_file, "ProfilerStep*")->self_cpu_ns == 1000 + 2000);
   CHECK(row(from_file, "outer")->self_cpu_ns == 4000);
 }

@@ -56,6 +56,13 @@ struct ka_node {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 };
 
+/// The row name of an event: torch's `_rewrite_name` folds every `ProfilerStep#N` into one
+/// `ProfilerStep*` row; any other name is its own.
+inline std::string_view row_name(std::string_view name) noexcept {
+  constexpr std::string_view step = "ProfilerStep#";
+  return name.substr(0, step.size()) == step ? std::string_view("ProfilerStep*") : name;
+}
+
 inline std::int64_t duration(const op_event& e) noexcept {
   return e.end_ns > e.begin_ns ? e.end_ns - e.begin_ns : 0;
 }
@@ -207,7 +214,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
   for (std::size_t i : order) {
     if (!nodes[i].alive) continue;
     const op_event& e = events[i];
-    std::string key = e.name;
+    std::string key(detail::row_name(e.name));
     key += '\0';
     key += is_device(i) ? 'd' : 'h';  // a device event never shares a row with a host op
     if (opt.group_by_input_shape) {
@@ -217,7 +224,7 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     auto [it, fresh] = row_of.try_emplace(std::move(key), out.rows.size());
     if (fresh) {
       average_row r;
-      r.name = e.name;
+      r.name = detail::row_name(e.name);
       if (opt.group_by_input_shape) r.input_shapes = e.input_shapes;
       r.is_device = is_device(i);
       r.top_level = nodes[i].parent == ka_node::npos;
@@ -678,7 +685,7 @@ class session_averages {
     std::unordered_map<std::string, std::size_t> row_of;
     for (const site_sums& s : sites_) {
       if (!s.seen) continue;
-      std::string key = s.site->name;
+      std::string key(row_name(s.site->name));
       key += '\0';
       key += s.is_device ? 'd' : 'h';  // a device event never shares a row with a host op
       const char* shapes = s.site->input_shapes != nullptr ? s.site->input_shapes : "";
@@ -689,7 +696,7 @@ class session_averages {
       auto [it, fresh] = row_of.try_emplace(std::move(key), merged.size());
       if (fresh) {
         pending p;
-        p.row.name = s.site->name;
+        p.row.name = row_name(s.site->name);
         if (opt_.group_by_input_shape) p.row.input_shapes = shapes;
         p.row.is_device = s.is_device;
         p.row.top_level = s.top_level;
