@@ -280,6 +280,7 @@ def part_usage(report, tmp):
         ([a, "--format", "json", "--row-limit", "3"], "--row-limit applies to --format table only"),
         ([a, "--compare", a, "--sort-by", "count"], "--sort-by does not apply to --compare"),
         ([a, "--top-level-only=yes"], "--top-level-only takes no value"),
+        ([a, "--profile-memory=1"], "--profile-memory takes no value"),
         ([], "no TRACE given"),
         ([a, a, "--per-file", "--format", "csv"], "--per-file applies to --format table only"),
         ([a, "--per-file", "--compare", a], "--per-file does not apply to --compare"),
@@ -326,7 +327,8 @@ def part_usage(report, tmp):
         r = run(report, trace, "--sort-by", "fastest", code=2)
         if not r.stderr.startswith("strata-report: unknown sort_by key 'fastest': use self_cpu_time_total, "
                                    "cpu_time_total, cpu_time, self_device_time_total, device_time_total, "
-                                   "device_time or count\n"):
+                                   "device_time, count, cpu_memory_usage, self_cpu_memory_usage, "
+                                   "device_memory_usage, self_device_memory_usage or flops\n"):
             fail(f"--sort-by fastest on {trace}: {r.stderr!r}")
 
     bad = os.path.join(tmp, "bad.json")
@@ -503,6 +505,23 @@ def part_torch(report, tmp):
         expect(f"{txt}: strata-report's table", r.stdout, want)
         found += 1
     expect("torch fixtures found", found > 0, True)
+    # The memory columns come with the trace's [memory] events, or with --profile-memory.
+    memory = os.path.join(TORCH, "memory.json")
+    header, rows = table_rows(run(report, memory).stdout)
+    expect("memory trace: columns", [h for h in header if "Mem" in h or "FLOPs" in h],
+           ["CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "Total MFLOPs"])
+    check_row(rows, "aten::addmm", **{"Self CPU Mem": "1.41 Mb", "Total MFLOPs": "251.658"})
+    schedule = os.path.join(TORCH, "schedule.json")
+    header, rows = table_rows(run(report, schedule).stdout)
+    expect("no [memory] events: no memory columns", [h for h in header if "Mem" in h], [])
+    header, rows = table_rows(run(report, schedule, "--profile-memory", "--with-flops").stdout)
+    expect("--profile-memory: the host columns", [h for h in header if "Mem" in h or "FLOPs" in h],
+           ["CPU Mem", "Self CPU Mem"])
+    check_row(rows, "aten::addmm", **{"CPU Mem": "0 b"})
+    rows = list(csv.DictReader(io.StringIO(run(report, memory, "--format", "csv").stdout)))
+    by_name = {row["Name"]: row for row in rows}
+    expect("csv: addmm memory and FLOPs", (by_name["aten::addmm"]["Self CPU Mem"], by_name["aten::addmm"]["Total FLOPs"]),
+           ("1474560", "251658240"))
     # Every ProfilerStep#N of a scheduled run is one ProfilerStep* row, as torch prints it.
     header, rows = table_rows(run(report, os.path.join(TORCH, "schedule.json")).stdout)
     check_row(rows, "ProfilerStep*", **{"# of Calls": "3"})
