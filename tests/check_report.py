@@ -2,7 +2,7 @@
 """Runs strata-report on traces written here by hand and checks what it prints.
 
 usage: check_report.py STRATA_REPORT PART TRACE_WRITER
-       PART: table, options, formats, compare, usage, many, gzip, hostile or written
+       PART: table, options, formats, compare, usage, many, gzip, hostile, torch or written
 
 The expected numbers are worked out by hand from the timestamps below (see the comments).
 `written` runs tests/trace_writer basic and reports on the trace the library itself wrote.
@@ -280,6 +280,7 @@ def part_usage(report, tmp):
         ([a, "--format", "json", "--row-limit", "3"], "--row-limit applies to --format table only"),
         ([a, "--compare", a, "--sort-by", "count"], "--sort-by does not apply to --compare"),
         ([a, "--top-level-only=yes"], "--top-level-only takes no value"),
+        ([a, "--profile-memory=1"], "--profile-memory takes no value"),
         ([], "no TRACE given"),
         ([a, a, "--per-file", "--format", "csv"], "--per-file applies to --format table only"),
         ([a, "--per-file", "--compare", a], "--per-file does not apply to --compare"),
@@ -326,7 +327,8 @@ def part_usage(report, tmp):
         r = run(report, trace, "--sort-by", "fastest", code=2)
         if not r.stderr.startswith("strata-report: unknown sort_by key 'fastest': use self_cpu_time_total, "
                                    "cpu_time_total, cpu_time, self_device_time_total, device_time_total, "
-                                   "device_time or count\n"):
+                                   "device_time, count, cpu_memory_usage, self_cpu_memory_usage, "
+                                   "device_memory_usage, self_device_memory_usage or flops\n"):
             fail(f"--sort-by fastest on {trace}: {r.stderr!r}")
 
     bad = os.path.join(tmp, "bad.json")
@@ -483,6 +485,49 @@ def part_hostile(report, tmp):
         expect(f"{name}: stdout", r.stdout, "")
 
 
+TORCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "torch")
+
+
+def part_torch(report, tmp):
+    """strata-report's table of a trace torch.profiler wrote is the table torch printed for it.
+
+    tests/data/torch holds NAME.json and NAME.KEY.txt (torch's key_averages().table(sort_by=KEY,
+    row_limit=-1)), written by tests/data/torch/make_fixtures.py with torch 1.13.1.
+    """
+    found = 0
+    for txt in sorted(os.listdir(TORCH)):
+        if not txt.endswith(".txt"):
+            continue
+        name, key = txt[: -len(".txt")].split(".", 1)
+        with open(os.path.join(TORCH, txt)) as f:
+            want = f.read()
+        r = run(report, os.path.join(TORCH, name + ".json"), "--sort-by", key, "--row-limit", "-1")
+        expect(f"{txt}: strata-report's table", r.stdout, want)
+        found += 1
+    expect("torch fixtures found", found > 0, True)
+    # The memory columns come with the trace's [memory] events, or with --profile-memory.
+    memory = os.path.join(TORCH, "memory.json")
+    header, rows = table_rows(run(report, memory).stdout)
+    expect("memory trace: columns", [h for h in header if "Mem" in h or "FLOPs" in h],
+           ["CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "Total MFLOPs"])
+    check_row(rows, "aten::addmm", **{"Self CPU Mem": "1.41 Mb", "Total MFLOPs": "251.658"})
+    schedule = os.path.join(TORCH, "schedule.json")
+    header, rows = table_rows(run(report, schedule).stdout)
+    expect("no [memory] events: no memory columns", [h for h in header if "Mem" in h], [])
+    header, rows = table_rows(run(report, schedule, "--profile-memory", "--with-flops").stdout)
+    expect("--profile-memory: the host columns", [h for h in header if "Mem" in h or "FLOPs" in h],
+           ["CPU Mem", "Self CPU Mem"])
+    check_row(rows, "aten::addmm", **{"CPU Mem": "0 b"})
+    rows = list(csv.DictReader(io.StringIO(run(report, memory, "--format", "csv").stdout)))
+    by_name = {row["Name"]: row for row in rows}
+    expect("csv: addmm memory and FLOPs", (by_name["aten::addmm"]["Self CPU Mem"], by_name["aten::addmm"]["Total FLOPs"]),
+           ("1474560", "251658240"))
+    # Every ProfilerStep#N of a scheduled run is one ProfilerStep* row, as torch prints it.
+    header, rows = table_rows(run(report, os.path.join(TORCH, "schedule.json")).stdout)
+    check_row(rows, "ProfilerStep*", **{"# of Calls": "3"})
+    expect("no ProfilerStep#N row", [row["Name"] for row in rows if row["Name"].startswith("ProfilerStep#")], [])
+
+
 def part_written(report, tmp, writer):
     w = subprocess.run([writer, "basic", tmp], capture_output=True, text=True)
     if w.returncode != 0:
@@ -518,7 +563,7 @@ def main():
     report, part, writer = sys.argv[1:]
     parts = {"table": part_table, "options": part_options, "formats": part_formats,
              "compare": part_compare, "usage": part_usage, "many": part_many, "gzip": part_gzip,
-             "hostile": part_hostile}
+             "hostile": part_hostile, "torch": part_torch}
     with tempfile.TemporaryDirectory(prefix="strata-report-") as tmp:
         if part == "written":
             part_written(report, tmp, writer)

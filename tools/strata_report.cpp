@@ -30,7 +30,8 @@ namespace {
 constexpr std::string_view usage =
     "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
     "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
-    "                              [--compare OTHER] [--jobs N]\n"
+    "                              [--profile-memory] [--with-flops] [--compare OTHER]\n"
+    "                              [--jobs N]\n"
     "       strata-report convert DUMP -o TRACE.json\n"
     "       strata-report --help\n";
 
@@ -44,11 +45,17 @@ constexpr std::string_view help =
     "\n"
     "  --sort-by KEY           sort the table's rows, largest first: self_cpu_time_total,\n"
     "                          cpu_time_total, cpu_time, self_device_time_total,\n"
-    "                          device_time_total, device_time, count (torch's keys; cuda,\n"
-    "                          xpu, privateuse1 and neuron mean device)\n"
+    "                          device_time_total, device_time, count, cpu_memory_usage,\n"
+    "                          self_cpu_memory_usage, device_memory_usage,\n"
+    "                          self_device_memory_usage, flops (torch's keys; cuda, xpu,\n"
+    "                          privateuse1 and neuron mean device)\n"
     "  --row-limit N           print at most N rows (default 100; negative: all)\n"
     "  --group-by-input-shape  one row per name and input shapes (args \"Input Dims\")\n"
     "  --top-level-only        only the rows of ops that have no parent\n"
+    "  --profile-memory        show the memory columns (CPU Mem, Self CPU Mem, ...) even when\n"
+    "                          the trace has no [memory] events (shown by default when it has)\n"
+    "  --with-flops            show the FLOPs column whenever an op has a count (args.flops),\n"
+    "                          as it is by default; without any count torch shows none either\n"
     "  --format FORMAT         table (default), csv or json; csv and json hold every row in\n"
     "                          first-seen order, so they take no --sort-by, --row-limit or\n"
     "                          --top-level-only\n"
@@ -82,6 +89,8 @@ struct options {
   std::optional<int> row_limit;
   bool group_by_input_shape = false;
   bool top_level_only = false;
+  bool profile_memory = false;
+  bool with_flops = false;
   std::string format = "table";
   bool per_file = false;
   unsigned jobs = 2;
@@ -131,6 +140,12 @@ options parse(int argc, char** argv) {
     } else if (arg == "--top-level-only") {
       no_value();
       o.top_level_only = true;
+    } else if (arg == "--profile-memory") {
+      no_value();
+      o.profile_memory = true;
+    } else if (arg == "--with-flops") {
+      no_value();
+      o.with_flops = true;
     } else if (arg == "--format") {
       o.format = std::string(value());
       if (o.format != "table" && o.format != "csv" && o.format != "json")
@@ -197,10 +212,14 @@ void refuse_perfetto(const std::vector<std::filesystem::path>& files) {
   }
 }
 
+strata::key_averages_options averages_options(const options& o) {
+  return {.group_by_input_shape = o.group_by_input_shape, .profile_memory = o.profile_memory, .with_flops = o.with_flops};
+}
+
 /// One table over all the files `paths` name.
 strata::averages averages_of(const std::vector<std::filesystem::path>& files, const options& o,
                              std::uint64_t* skipped = nullptr) {
-  const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
+  const strata::key_averages_options ka = averages_options(o);
   const auto parts = strata::report::key_averages_of_files(files, ka, o.jobs);
   std::vector<strata::averages> tables;
   for (const auto& p : parts) {
@@ -301,7 +320,7 @@ int run(const options& o) {
   }
 
   if (o.per_file) {
-    const strata::key_averages_options ka{.group_by_input_shape = o.group_by_input_shape};
+    const strata::key_averages_options ka = averages_options(o);
     bool first = true;
     for (const auto& part : strata::report::key_averages_of_files(files, ka, o.jobs)) {
       if (part.table.rows.empty()) {

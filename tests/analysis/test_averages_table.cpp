@@ -292,11 +292,13 @@ TEST_CASE("table: row_limit, empty input, lost records") {
     CHECK(strata::averages{}.table({.sort_by = "count"}).empty());
   }
   SUBCASE("no rows: an unknown sort key is still an error, naming the known ones") {
-    CHECK_THROWS_WITH_AS(strata::averages{}.table({.sort_by = "flops"}),
-                         doctest::Contains("unknown sort_by key 'flops': use self_cpu_time_total"),
+    CHECK_THROWS_WITH_AS(strata::averages{}.table({.sort_by = "bytes"}),
+                         doctest::Contains("unknown sort_by key 'bytes': use self_cpu_time_total"),
                          strata::error);
-    CHECK_THROWS_AS(strata::averages{}.sorted("flops"), strata::error);
-    CHECK_THROWS_AS(strata::check_sort_key("flops"), strata::error);
+    CHECK_THROWS_AS(strata::averages{}.sorted("bytes"), strata::error);
+    CHECK_THROWS_AS(strata::check_sort_key("bytes"), strata::error);
+    CHECK_NOTHROW(strata::check_sort_key("flops"));
+    CHECK_NOTHROW(strata::check_sort_key("self_cuda_memory_usage"));
     CHECK_NOTHROW(strata::check_sort_key("self_neuron_time_total"));
   }
 }
@@ -323,7 +325,7 @@ TEST_CASE("table: sort keys, largest first, stable on ties") {
   CHECK(order("self_privateuse1_time_total") == "cba");
   CHECK(order("neuron_time") == "cab");
   CHECK_THROWS_AS(order("npu_time_total"), strata::error);
-  CHECK_THROWS_AS(a.table({.sort_by = "flops"}), strata::error);
+  CHECK_THROWS_AS(a.table({.sort_by = "cpu_memory"}), strata::error);
 
   strata::averages ties;
   ties.rows = {make_row("x", 1, 5, 5), make_row("y", 2, 7, 7), make_row("z", 1, 5, 5)};
@@ -337,12 +339,13 @@ TEST_CASE("csv: the table's columns in nanoseconds, names quoted") {
   a.rows = {make_row("op, \"x\"", 2, 300, 1000, 0, 250), make_row("k", 1, 0, 0, 250, 250, true)};
   CHECK(a.to_csv() ==
         "Name,Input Shapes,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self NEURON,"
-        "Self NEURON %,NEURON total,NEURON time avg,# of Calls,Is Device,Top Level\n"
-        "\"op, \"\"x\"\"\",\"\",100.00,300,333.33,1000,500,0,0.00,250,125,2,0,1\n"
-        "\"k\",\"\",0.00,0,0.00,0,0,250,100.00,250,250,1,1,1\n");
+        "Self NEURON %,NEURON total,NEURON time avg,# of Calls,Is Device,Top Level,"
+        "CPU Mem,Self CPU Mem,NEURON Mem,Self NEURON Mem,Total FLOPs\n"
+        "\"op, \"\"x\"\"\",\"\",100.00,300,333.33,1000,500,0,0.00,250,125,2,0,1,0,0,0,0,0\n"
+        "\"k\",\"\",0.00,0,0.00,0,0,250,100.00,250,250,1,1,1,0,0,0,0,0\n");
   strata::averages host_only;
   host_only.rows = {make_row("idle", 3, 0, 10)};
-  CHECK(host_only.to_csv().ends_with("\"idle\",\"\",NaN,0,NaN,10,3.3333333333333335,0,NaN,0,0,3,0,1\n"));
+  CHECK(host_only.to_csv().ends_with("\"idle\",\"\",NaN,0,NaN,10,3.3333333333333335,0,NaN,0,0,3,0,1,0,0,0,0,0\n"));
 }
 
 TEST_CASE("json: an object with the totals and one object per row") {
@@ -351,17 +354,21 @@ TEST_CASE("json: an object with the totals and one object per row") {
   a.rows = {make_row("op, \"x\"", 2, 300, 1000, 0, 250), make_row("k", 1, 0, 0, 250, 250, true)};
   CHECK(a.to_json() ==
         "{\"device_name\":\"NEURON\",\"records_lost\":4,\"self_cpu_time_total_ns\":300,"
-        "\"self_device_time_total_ns\":250,\"rows\":[\n"
+        "\"self_device_time_total_ns\":250,\"profile_memory\":false,\"with_flops\":false,\"rows\":[\n"
         "{\"name\":\"op, \\\"x\\\"\",\"input_shapes\":\"\",\"is_device\":false,\"top_level\":true,"
         "\"count\":2,\"self_cpu_time_total_ns\":300,\"cpu_time_total_ns\":1000,\"cpu_time_avg_ns\":500,"
-        "\"self_device_time_total_ns\":0,\"device_time_total_ns\":250,\"device_time_avg_ns\":125},\n"
+        "\"self_device_time_total_ns\":0,\"device_time_total_ns\":250,\"device_time_avg_ns\":125,"
+        "\"cpu_memory_usage\":0,\"self_cpu_memory_usage\":0,\"device_memory_usage\":0,"
+        "\"self_device_memory_usage\":0,\"flops\":0},\n"
         "{\"name\":\"k\",\"input_shapes\":\"\",\"is_device\":true,\"top_level\":true,"
         "\"count\":1,\"self_cpu_time_total_ns\":0,\"cpu_time_total_ns\":0,\"cpu_time_avg_ns\":0,"
-        "\"self_device_time_total_ns\":250,\"device_time_total_ns\":250,\"device_time_avg_ns\":250}]}\n");
+        "\"self_device_time_total_ns\":250,\"device_time_total_ns\":250,\"device_time_avg_ns\":250,"
+        "\"cpu_memory_usage\":0,\"self_cpu_memory_usage\":0,\"device_memory_usage\":0,"
+        "\"self_device_memory_usage\":0,\"flops\":0}]}\n");
   strata::averages odd;
   odd.rows = {make_row("bad\xff\n", 1, 1, 1)};
   CHECK(odd.to_json().find("\"name\":\"bad\xef\xbf\xbd\\n\"") != std::string::npos);
   CHECK(strata::averages{}.to_json() ==
         "{\"device_name\":\"NEURON\",\"records_lost\":0,\"self_cpu_time_total_ns\":0,"
-        "\"self_device_time_total_ns\":0,\"rows\":[]}\n");
+        "\"self_device_time_total_ns\":0,\"profile_memory\":false,\"with_flops\":false,\"rows\":[]}\n");
 }

@@ -474,33 +474,34 @@ TEST_CASE("key_averages: a session's rows are those of its events, however they 
 TEST_CASE("key_averages: steps on a track of their own, against their thread's top-level events") {
   // Thread track 1: outer [10, 150] (holding mm [20, 40], id 5) crosses the step boundary at
   // 100; add [170, 190] (id 6); tail [230, 290] outlasts the last step. Device work: 30 ns of
-  // id 5, 10 ns of id 6. Steps of track 1, on track 9: [0, 100], [100, 200], [200, 250].
+  // id 5, 10 ns of id 6. Steps of track 1, on track 9: [0, 100], [100, 200], [200, 250], named
+  // "step N" here so that each is a row of its own (a ProfilerStep#N would fold).
   std::vector<op_event> ev = {
       host("outer", 10, 150, 1, 5), host("mm", 20, 40, 1, 5), host("add", 170, 190, 1, 6),
       host("tail", 230, 290, 1),    at(layer::device, "k5", 50, 80, 3, 5),
       at(layer::device, "k6", 195, 205, 3, 6)};
   for (int n = 0; n < 3; ++n) {
     const std::int64_t b[] = {0, 100, 200}, e[] = {100, 200, 250};
-    op_event step = host("ProfilerStep#" + std::to_string(n), b[n], e[n], 9);
+    op_event step = host("step " + std::to_string(n), b[n], e[n], 9);
     step.steps_of = 1;
     ev.push_back(step);
   }
-  op_event stray = host("ProfilerStep#7", 0, 50, 8);  // of a track with no events
+  op_event stray = host("step 7", 0, 50, 8);  // of a track with no events
   stray.steps_of = 4;
   ev.push_back(stray);
   const auto a = averages_of(ev);
   // Self time: what the thread's top-level events leave of the step; device total: the device
   // time of those that begin within it. A step is never anyone's parent.
-  CHECK(row(a, "ProfilerStep#0").cpu_total_ns == 100);
-  CHECK(row(a, "ProfilerStep#0").self_cpu_ns == 10);        // outer covers [10, 100]
-  CHECK(row(a, "ProfilerStep#0").device_total_ns == 30);    // outer begins in it
-  CHECK(row(a, "ProfilerStep#0").self_device_ns == 0);
-  CHECK(row(a, "ProfilerStep#1").self_cpu_ns == 30);        // outer [100, 150], add [170, 190]
-  CHECK(row(a, "ProfilerStep#1").device_total_ns == 10);    // add, not outer
-  CHECK(row(a, "ProfilerStep#2").self_cpu_ns == 30);        // tail covers [230, 250]
-  CHECK(row(a, "ProfilerStep#2").device_total_ns == 0);
-  CHECK(row(a, "ProfilerStep#7").self_cpu_ns == 50);
-  for (const char* n : {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "outer", "add", "tail"}) {
+  CHECK(row(a, "step 0").cpu_total_ns == 100);
+  CHECK(row(a, "step 0").self_cpu_ns == 10);        // outer covers [10, 100]
+  CHECK(row(a, "step 0").device_total_ns == 30);    // outer begins in it
+  CHECK(row(a, "step 0").self_device_ns == 0);
+  CHECK(row(a, "step 1").self_cpu_ns == 30);        // outer [100, 150], add [170, 190]
+  CHECK(row(a, "step 1").device_total_ns == 10);    // add, not outer
+  CHECK(row(a, "step 2").self_cpu_ns == 30);        // tail covers [230, 250]
+  CHECK(row(a, "step 2").device_total_ns == 0);
+  CHECK(row(a, "step 7").self_cpu_ns == 50);
+  for (const char* n : {"step 0", "step 1", "step 2", "outer", "add", "tail"}) {
     CAPTURE(n);
     CHECK(row(a, n).top_level);
     CHECK(row(a, n).count == 1);
@@ -522,9 +523,9 @@ TEST_CASE("key_averages: steps on a track of their own, against their thread's t
   static constexpr strata::site tail{"tail", "f", 4, layer::framework, strata::record_kind::scope};
   static constexpr strata::site k5{"k5", "f", 5, layer::device, strata::record_kind::scope};
   static constexpr strata::site k6{"k6", "f", 6, layer::device, strata::record_kind::scope};
-  static constexpr strata::site p0{"ProfilerStep#0", "f", 7, layer::framework, strata::record_kind::scope};
-  static constexpr strata::site p1{"ProfilerStep#1", "f", 8, layer::framework, strata::record_kind::scope};
-  static constexpr strata::site p2{"ProfilerStep#2", "f", 9, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p0{"step 0", "f", 7, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p1{"step 1", "f", 8, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p2{"step 2", "f", 9, layer::framework, strata::record_kind::scope};
   strata::trace_data data;
   strata::thread_track steps, thread, device;
   steps.steps = true;
@@ -538,7 +539,7 @@ TEST_CASE("key_averages: steps on a track of their own, against their thread's t
   device.records = {{50, 80, &k5, 5}, {195, 205, &k6, 6}};
   data.threads = {steps, thread, device};
   const auto s = strata::key_averages(data);
-  for (const char* n : {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "outer", "mm", "add", "tail"}) {
+  for (const char* n : {"step 0", "step 1", "step 2", "outer", "mm", "add", "tail"}) {
     CAPTURE(n);
     CHECK(row(s, n).self_cpu_ns == row(a, n).self_cpu_ns);
     CHECK(row(s, n).cpu_total_ns == row(a, n).cpu_total_ns);
@@ -546,4 +547,51 @@ TEST_CASE("key_averages: steps on a track of their own, against their thread's t
     CHECK(row(s, n).self_device_ns == row(a, n).self_device_ns);
     CHECK(row(s, n).top_level == row(a, n).top_level);
   }
+}
+
+TEST_CASE("key_averages: every ProfilerStep#N is one ProfilerStep* row, as torch's _rewrite_name") {
+  // Steps of track 1 (on track 9): [0, 100] and [100, 250]; ops of track 1: mm [10, 40],
+  // mm [120, 130]. A plain event named ProfilerStep#9 on track 2 (a torch trace's step, an
+  // ordinary parent) holding relu [310, 320]. Only the prefix counts: ProfilerStep#x folds
+  // too, ProfilerStep does not.
+  std::vector<op_event> ev = {host("mm", 10, 40, 1), host("mm", 120, 130, 1),
+                              host("ProfilerStep#9", 300, 400, 2), host("relu", 310, 320, 2),
+                              host("ProfilerStep#x", 500, 510, 3), host("ProfilerStep", 600, 605, 3)};
+  for (const auto& [b, e] : {std::pair<std::int64_t, std::int64_t>{0, 100}, {100, 250}}) {
+    op_event step = host("ProfilerStep#" + std::to_string(b), b, e, 9);
+    step.steps_of = 1;
+    ev.push_back(step);
+  }
+  const auto a = averages_of(ev);
+  CHECK(names(a) == std::vector<std::string>{"ProfilerStep*", "mm", "relu", "ProfilerStep"});
+  const auto& step = row(a, "ProfilerStep*");
+  CHECK(step.count == 4);
+  CHECK(step.cpu_total_ns == 100 + 150 + 100 + 10);
+  CHECK(step.self_cpu_ns == 70 + 140 + 90 + 10);
+  CHECK(step.top_level);
+  CHECK(row(a, "relu").top_level == false);  // the torch-trace step is still relu's parent
+
+  // The session does the same with steps tracks (tid 2^24 + 1) and a step on a thread's track.
+  static constexpr strata::site mm{"mm", "f", 1, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site relu{"relu", "f", 2, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p0{"ProfilerStep#0", "f", 3, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p1{"ProfilerStep#1", "f", 4, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site p9{"ProfilerStep#9", "f", 5, layer::framework, strata::record_kind::scope};
+  strata::trace_data data;
+  strata::thread_track steps, thread, other;
+  steps.steps = true;
+  steps.steps_of = 1;
+  steps.tid = strata::steps_track_tid(1);
+  steps.records = {{0, 100, &p0, 0}, {100, 250, &p1, 0}};
+  thread.tid = 1;
+  thread.records = {{10, 40, &mm, 0}, {120, 130, &mm, 0}};
+  other.tid = 2;
+  other.records = {{300, 400, &p9, 0}, {310, 320, &relu, 0}};
+  data.threads = {steps, thread, other};
+  const auto s = strata::key_averages(data);
+  CHECK(names(s) == std::vector<std::string>{"ProfilerStep*", "mm", "relu"});
+  CHECK(row(s, "ProfilerStep*").count == 3);
+  CHECK(row(s, "ProfilerStep*").cpu_total_ns == 350);
+  CHECK(row(s, "ProfilerStep*").self_cpu_ns == 70 + 140 + 90);
+  CHECK(s.table().find("ProfilerStep#") == std::string::npos);
 }

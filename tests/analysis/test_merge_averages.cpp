@@ -73,3 +73,32 @@ TEST_CASE("merge_averages: input shapes are part of the key; device labels that 
   CHECK(all.device_name == "DEVICE");
   CHECK(strata::merge_averages({}).rows.empty());
 }
+
+TEST_CASE("merge_averages: memory and FLOPs add up; their columns show when any part shows them") {
+  strata::averages a, b;
+  a.rows = {merge_row("aten::mm", false, 1, 10, 10)};
+  a.rows[0].cpu_memory_usage = 1024;
+  a.rows[0].self_cpu_memory_usage = 512;
+  a.rows[0].device_memory_usage = -64;
+  a.rows[0].self_device_memory_usage = -64;
+  a.rows[0].flops = 1000;
+  a.profile_memory = true;
+  b.rows = {merge_row("aten::mm", false, 2, 20, 20)};
+  b.rows[0].cpu_memory_usage = -24;
+  b.rows[0].self_cpu_memory_usage = -24;
+  b.rows[0].device_memory_usage = 128;
+  b.rows[0].self_device_memory_usage = 100;
+  b.rows[0].flops = 24;
+  b.with_flops = true;
+  const std::vector parts{a, b};
+  const strata::averages all = strata::merge_averages(parts);
+  REQUIRE(all.rows.size() == 1);
+  CHECK(all.rows[0].count == 3);
+  CHECK(all.rows[0].cpu_memory_usage == 1000);
+  CHECK(all.rows[0].self_cpu_memory_usage == 488);
+  CHECK(all.rows[0].device_memory_usage == 64);
+  CHECK(all.rows[0].self_device_memory_usage == 36);
+  CHECK(all.rows[0].flops == 1024);
+  CHECK(all.profile_memory);
+  CHECK(all.with_flops);
+}

@@ -34,15 +34,39 @@ namespace report {
 /// facts that print with the table.
 struct saved_trace {
   std::vector<op_event> events = {};
+  /// The `[memory]` instant events (torch's profile_memory; Kineto's args `Bytes`, `Device Type`)
+  /// on the track of their (pid, tid).
+  std::vector<memory_event> memory = {};
   std::string format = {};        ///< "strata", "kineto" (torch.profiler) or "chrome" (neither)
   std::string device_name = {};   ///< the device column label: "NEURON", or "CUDA" for Kineto
   std::uint64_t records_lost = 0; ///< strata's otherData.dropped
   overflow_policy overflow = overflow_policy::lossless;
   std::size_t tracks = 0;         ///< distinct (pid, tid) pairs among the events
   std::uint64_t skipped = 0;      ///< trace events that are not ops (metadata, instants, ...)
+
+  /// Whether an op carries a FLOPs count (`args.flops`): strata-report then shows the column.
+  bool has_flops() const noexcept {
+    for (const op_event& e : events)
+      if (e.flops > 0) return true;
+    return false;
+  }
 };
 
 namespace detail {
+
+inline std::optional<std::int64_t> parse_signed(std::string_view s) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+/// Kineto's `Device Type` (c10::DeviceType) of a `[memory]` event: CPU (0), MKLDNN (2) and
+/// IDEEP (5) are host memory, as torch's table counts them; any other type is device memory.
+inline bool is_device_memory(std::string_view device_type) {
+  const auto t = parse_signed(device_type);
+  return t && *t != 0 && *t != 2 && *t != 5;
+}
 
 inline std::optional<std::uint64_t> parse_unsigned(std::string_view s) {
   std::uint64_t v = 0;
@@ -209,8 +233,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   enum class slot : std::uint8_t {
     none, trace_events, other_data, dropped, overflow_policy,
     ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims, steps_of,
+    bytes, device_type, flops,
   };
-  static constexpr int field_count = 11;  // ph .. steps_of: the values kept per event
+  static constexpr int field_count = 14;  // ph .. flops: the values kept per event
 
   /// One event's values as text, the first of each key (a repeated key is ignored).
   struct event_fields {
@@ -256,6 +281,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       else if (k == "External id") next_ = slot::external_id;
       else if (k == "Input Dims") next_ = slot::input_dims;
       else if (k == "steps_of") next_ = slot::steps_of;
+      else if (k == "Bytes") next_ = slot::bytes;
+      else if (k == "Device Type") next_ = slot::device_type;
+      else if (k == "flops") next_ = slot::flops;
     }
     if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
     return true;
@@ -388,6 +416,14 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     if (fields_.has(slot::cat) && kineto_only_category(cat)) kineto_seen_ = true;
     const std::string& ph = text(slot::ph);
     const bool is_x = ph == "X", is_b = ph == "B", is_e = ph == "E";
+    if ((ph == "i" || ph == "I") && text(slot::name) == "[memory]" && fields_.has(slot::bytes)) {
+      const auto ts = fields_.has(slot::ts) ? parse_us_as_ns(fields_.get(slot::ts)) : std::nullopt;
+      const auto bytes = parse_signed(fields_.get(slot::bytes));
+      if (!ts || !bytes) return stop(where() + ": a [memory] event needs ts (microseconds) and Bytes (an integer)");
+      out_.memory.push_back({track_index(text(slot::pid), text(slot::tid)), *ts, *bytes,
+                             is_device_memory(text(slot::device_type))});
+      return true;
+    }
     if (!is_x && !is_b && !is_e) {
       // A steps track names the thread whose steps it holds (strata's thread_name metadata).
       if (ph == "M" && text(slot::name) == "thread_name" && fields_.has(slot::steps_of))
@@ -434,6 +470,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       if (fields_.has(id)) ev.correlation_id = parse_unsigned(fields_.get(id)).value_or(0);
     }
     if (fields_.has(slot::input_dims)) ev.input_shapes = fields_.get(slot::input_dims);
+    if (fields_.has(slot::flops)) ev.flops = parse_unsigned(fields_.get(slot::flops)).value_or(0);
     if (is_b) {
       open_[track].push_back(std::move(ev));
       return true;

@@ -137,10 +137,14 @@ inline saved_trace read_trace(const std::filesystem::path& path) {
   return detail::read_trace_from(open_plain, source);
 }
 
-/// key_averages() of a saved trace, labelled with its device name and lost-record count.
+/// key_averages() of a saved trace, labelled with its device name and lost-record count. The
+/// memory columns are shown when the trace has `[memory]` events and the FLOPs column when an
+/// op has a FLOPs count, whatever the options say (options set to true show them always).
 inline averages key_averages(const saved_trace& trace, key_averages_options opt = {}) {
   opt.device_name = trace.device_name;
-  averages out = key_averages(std::span<const op_event>(trace.events), opt);
+  opt.profile_memory = opt.profile_memory || !trace.memory.empty();
+  opt.with_flops = opt.with_flops || trace.has_flops();
+  averages out = key_averages(std::span<const op_event>(trace.events), std::span<const memory_event>(trace.memory), opt);
   out.records_lost = trace.records_lost;
   out.overflow = trace.overflow;
   return out;

@@ -27,6 +27,13 @@ struct average_row {
   std::int64_t cpu_total_ns = 0;
   std::int64_t self_device_ns = 0;
   std::int64_t device_total_ns = 0;
+  // Memory (bytes, allocations minus frees, so negative when more was freed) and FLOPs, with
+  // torch's names: the table prints them with `profile_memory` / `with_flops`.
+  std::int64_t cpu_memory_usage = 0;
+  std::int64_t self_cpu_memory_usage = 0;
+  std::int64_t device_memory_usage = 0;
+  std::int64_t self_device_memory_usage = 0;
+  std::uint64_t flops = 0;  ///< summed over the row's events
 
   double cpu_avg_ns() const noexcept { return avg(cpu_total_ns); }
   double device_avg_ns() const noexcept { return avg(device_total_ns); }
@@ -50,7 +57,9 @@ struct table_options {
 
 /// Throws `strata::error` naming the known keys unless `sort_by` is one `table_options::sort_by`
 /// takes (torch's keys: self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total,
-/// device_time_total, device_time, count; cuda, xpu, privateuse1 and neuron mean device).
+/// device_time_total, device_time, count, cpu_memory_usage, self_cpu_memory_usage,
+/// device_memory_usage, self_device_memory_usage, flops; cuda, xpu, privateuse1 and neuron mean
+/// device).
 void check_sort_key(std::string_view sort_by);
 
 /// Options of `key_averages()`.
@@ -58,6 +67,8 @@ struct key_averages_options {
   bool group_by_input_shape = false;
   bool correlate_device_time = true;  ///< attribute device time to host ops by correlation id
   std::string device_name = "NEURON";
+  bool profile_memory = false;  ///< the table shows the memory columns (torch's profile_memory)
+  bool with_flops = false;      ///< the table shows the FLOPs column (torch's with_flops)
 };
 
 /// What `key_averages()` returns: one row per key in first-seen order, with what is needed to
@@ -73,6 +84,8 @@ struct averages {
   std::string device_name = "NEURON";  ///< the device column label, as torch's use_device
   std::uint64_t records_lost = 0;      ///< records dropped while capturing: times undercount
   overflow_policy overflow = overflow_policy::lossless;
+  bool profile_memory = false;  ///< copied from the options: print CPU Mem, Self CPU Mem, ...
+  bool with_flops = false;      ///< copied from the options: print Total FLOPs
 
   /// Sum of self CPU time over all rows (the CPU percentages' denominator).
   std::int64_t self_cpu_total_ns() const noexcept {
@@ -91,6 +104,12 @@ struct averages {
   bool has_device_time() const noexcept {
     for (const auto& r : rows)
       if (r.self_device_ns > 0) return true;
+    return false;
+  }
+  /// torch shows the device memory columns only when some row's self device memory is > 0.
+  bool has_device_memory() const noexcept {
+    for (const auto& r : rows)
+      if (r.self_device_memory_usage > 0) return true;
     return false;
   }
   bool has_input_shapes() const noexcept {

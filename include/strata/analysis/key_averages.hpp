@@ -40,8 +40,19 @@ struct op_event {
   /// covers (torch's time in the step outside any op), its device total the device time of
   /// the top-level events of that track that begin within it (docs/key-averages.md).
   std::uint64_t steps_of = not_a_step;
+  std::uint64_t flops = 0;  ///< floating-point operations of the op (torch's with_flops), summed per row
 
   static constexpr std::uint64_t not_a_step = static_cast<std::uint64_t>(-1);
+};
+
+/// One allocation (`bytes` > 0) or free (`bytes` < 0), as torch's `[memory]` records: it
+/// counts in the memory of the host events of its `track` whose interval holds `ns`
+/// (docs/key-averages.md#memory).
+struct memory_event {
+  std::uint64_t track = 0;
+  std::int64_t ns = 0;
+  std::int64_t bytes = 0;  ///< negative: a free
+  bool on_device = false;  ///< device memory (torch's CUDA memory); else host (CPU) memory
 };
 
 namespace detail {
@@ -56,6 +67,13 @@ struct ka_node {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 };
 
+/// The row name of an event: torch's `_rewrite_name` folds every `ProfilerStep#N` into one
+/// `ProfilerStep*` row; any other name is its own.
+inline std::string_view row_name(std::string_view name) noexcept {
+  constexpr std::string_view step = "ProfilerStep#";
+  return name.substr(0, step.size()) == step ? std::string_view("ProfilerStep*") : name;
+}
+
 inline std::int64_t duration(const op_event& e) noexcept {
   return e.end_ns > e.begin_ns ? e.end_ns - e.begin_ns : 0;
 }
@@ -69,7 +87,26 @@ inline std::int64_t duration(const op_event& e) noexcept {
 /// std::vector<strata::op_event> ev = {{.name = "aten::mm", .begin_ns = 0, .end_ns = 500}};
 /// fmt::print("{}", strata::key_averages(ev).table());
 /// ```
+inline averages key_averages(std::span<const op_event> events, std::span<const memory_event> memory,
+                             const key_averages_options& opt);
+
 inline averages key_averages(std::span<const op_event> events, const key_averages_options& opt = {}) {
+  return key_averages(events, std::span<const memory_event>(), opt);
+}
+
+/// key_averages() with allocations and frees: each row also gets the memory of its events
+/// (`cpu_memory_usage`, `device_memory_usage`: what was allocated less what was freed on the
+/// event's track within it; the self figures less what its children account for), and
+/// memory that no host event holds makes a `[memory]` row, as in torch's table.
+///
+/// **Example**
+/// ```
+/// std::vector<strata::op_event> ev = {{.name = "aten::empty", .begin_ns = 0, .end_ns = 500}};
+/// std::vector<strata::memory_event> mem = {{.ns = 100, .bytes = 4096}};
+/// fmt::print("{}", strata::key_averages(ev, mem, {.profile_memory = true}).table());
+/// ```
+inline averages key_averages(std::span<const op_event> events, std::span<const memory_event> memory,
+                             const key_averages_options& opt) {
   using detail::ka_node;
   const std::size_t n = events.size();
   const auto is_device = [&](std::size_t i) { return events[i].layer == layer::device; };
@@ -201,13 +238,104 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     }
   }
 
+  // Memory: an allocation or free counts in the total of every host event of its track whose
+  // interval holds its time, ends included (torch's in_interval); a step's, in that of every
+  // step of the track. Prefix sums per track, in time order, give an interval's sum.
+  struct memory_sums {
+    std::vector<std::int64_t> ns;
+    std::vector<std::size_t> index;          // into `memory`, in time order
+    std::vector<std::int64_t> host, device;  // sums of the events before index i
+  };
+  std::unordered_map<std::uint64_t, memory_sums> memory_of;
+  std::vector<std::int64_t> host_memory(n, 0), device_memory(n, 0);
+  std::vector<std::int64_t> step_self_host(n, 0), step_self_device(n, 0);
+  std::vector<std::size_t> loose;  // memory events that no host event of their track holds
+  if (!memory.empty()) {
+    std::vector<std::size_t> by_time(memory.size());
+    std::iota(by_time.begin(), by_time.end(), std::size_t{0});
+    std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+      if (memory[a].track != memory[b].track) return memory[a].track < memory[b].track;
+      return memory[a].ns < memory[b].ns;
+    });
+    for (std::size_t m : by_time) {
+      memory_sums& t = memory_of[memory[m].track];
+      if (t.ns.empty()) {
+        t.host.push_back(0);
+        t.device.push_back(0);
+      }
+      t.ns.push_back(memory[m].ns);
+      t.index.push_back(m);
+      t.host.push_back(t.host.back() + (memory[m].on_device ? 0 : memory[m].bytes));
+      t.device.push_back(t.device.back() + (memory[m].on_device ? memory[m].bytes : 0));
+    }
+    const auto in_interval = [&](std::uint64_t track, std::int64_t b, std::int64_t e) {
+      const auto found = memory_of.find(track);
+      if (found == memory_of.end()) return std::pair<std::int64_t, std::int64_t>{0, 0};
+      const memory_sums& t = found->second;
+      const auto lo = static_cast<std::size_t>(std::lower_bound(t.ns.begin(), t.ns.end(), b) - t.ns.begin());
+      const auto hi = static_cast<std::size_t>(std::upper_bound(t.ns.begin(), t.ns.end(), e) - t.ns.begin());
+      return std::pair<std::int64_t, std::int64_t>{t.host[hi] - t.host[lo], t.device[hi] - t.device[lo]};
+    };
+    // The union of each track's host events (closed intervals, begin ascending), to find the
+    // memory that none holds; steps hold their thread's memory.
+    std::unordered_map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> held, roots_of;
+    for (std::size_t i : order) {
+      if (is_device(i) || !nodes[i].alive) continue;
+      const std::uint64_t track = is_step(i) ? events[i].steps_of : events[i].track;
+      const auto [h, d] = in_interval(track, events[i].begin_ns, end_of(i));
+      host_memory[i] = h;
+      device_memory[i] = d;
+      auto& spans = held[track];
+      if (!spans.empty() && events[i].begin_ns <= spans.back().second)
+        spans.back().second = std::max(spans.back().second, end_of(i));
+      else
+        spans.emplace_back(events[i].begin_ns, end_of(i));
+      if (!is_step(i) && nodes[i].parent == ka_node::npos) {
+        auto& r = roots_of[track];
+        if (!r.empty() && events[i].begin_ns <= r.back().second)
+          r.back().second = std::max(r.back().second, end_of(i));
+        else
+          r.emplace_back(events[i].begin_ns, end_of(i));
+      }
+    }
+    const auto within = [](const std::vector<std::pair<std::int64_t, std::int64_t>>* spans, std::int64_t t) {
+      if (spans == nullptr) return false;
+      const auto it = std::lower_bound(spans->begin(), spans->end(), t,
+                                       [](const auto& x, std::int64_t v) { return x.second < v; });
+      return it != spans->end() && it->first <= t;
+    };
+    const auto spans_of = [](auto& map, std::uint64_t track) {
+      const auto it = map.find(track);
+      return it == map.end() ? nullptr : &it->second;
+    };
+    for (std::size_t m : by_time)
+      if (!within(spans_of(held, memory[m].track), memory[m].ns)) loose.push_back(m);
+    // A step's self memory: what it holds outside its thread's top-level events (torch's
+    // step less its children, as for its self CPU time).
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto found = is_step(i) ? memory_of.find(events[i].steps_of) : memory_of.end();
+      if (found == memory_of.end()) continue;
+      const memory_sums& t = found->second;
+      const auto* roots = spans_of(roots_of, events[i].steps_of);
+      auto k = static_cast<std::size_t>(std::lower_bound(t.ns.begin(), t.ns.end(), events[i].begin_ns) - t.ns.begin());
+      for (; k < t.ns.size() && t.ns[k] <= end_of(i); ++k) {
+        const memory_event& m = memory[t.index[k]];
+        if (!within(roots, m.ns)) (m.on_device ? step_self_device : step_self_host)[i] += m.bytes;
+      }
+    }
+    std::stable_sort(loose.begin(), loose.end(), [&](std::size_t a, std::size_t b) { return memory[a].ns < memory[b].ns; });
+  }
+
   averages out;
   out.device_name = opt.device_name;
+  out.profile_memory = opt.profile_memory;
+  out.with_flops = opt.with_flops;
   std::unordered_map<std::string, std::size_t> row_of;
+  std::vector<std::int64_t> first_begin;  // of each row's first event
   for (std::size_t i : order) {
     if (!nodes[i].alive) continue;
     const op_event& e = events[i];
-    std::string key = e.name;
+    std::string key(detail::row_name(e.name));
     key += '\0';
     key += is_device(i) ? 'd' : 'h';  // a device event never shares a row with a host op
     if (opt.group_by_input_shape) {
@@ -217,26 +345,63 @@ inline averages key_averages(std::span<const op_event> events, const key_average
     auto [it, fresh] = row_of.try_emplace(std::move(key), out.rows.size());
     if (fresh) {
       average_row r;
-      r.name = e.name;
+      r.name = detail::row_name(e.name);
       if (opt.group_by_input_shape) r.input_shapes = e.input_shapes;
       r.is_device = is_device(i);
       r.top_level = nodes[i].parent == ka_node::npos;
       out.rows.push_back(std::move(r));
+      first_begin.push_back(e.begin_ns);
     }
     average_row& r = out.rows[it->second];
     ++r.count;
+    r.flops += e.flops;
     const std::int64_t d = detail::duration(e);
     if (is_device(i)) {
       r.self_device_ns += d;
       r.device_total_ns += d;
       continue;
     }
-    std::int64_t children = 0;
-    for (std::size_t c : nodes[i].children) children += detail::duration(events[c]);
+    std::int64_t children = 0, children_host = 0, children_device = 0;
+    for (std::size_t c : nodes[i].children) {
+      children += detail::duration(events[c]);
+      children_host += host_memory[c];
+      children_device += device_memory[c];
+    }
     r.cpu_total_ns += d;
     r.self_cpu_ns += d - children - step_covered[i];
     r.device_total_ns += nodes[i].device_total_ns + step_device[i];
     r.self_device_ns += nodes[i].own_device_ns;
+    r.cpu_memory_usage += host_memory[i];
+    r.device_memory_usage += device_memory[i];
+    r.self_cpu_memory_usage += is_step(i) ? step_self_host[i] : host_memory[i] - children_host;
+    r.self_device_memory_usage += is_step(i) ? step_self_device[i] : device_memory[i] - children_device;
+  }
+
+  // Memory outside every host event: one [memory] row (torch's top-level memory events, one
+  // call each), placed where its first event falls in the processing order.
+  if (!loose.empty()) {
+    average_row r;
+    r.name = "[memory]";
+    for (std::size_t m : loose) {
+      ++r.count;
+      (memory[m].on_device ? r.device_memory_usage : r.cpu_memory_usage) += memory[m].bytes;
+    }
+    r.self_cpu_memory_usage = r.cpu_memory_usage;
+    r.self_device_memory_usage = r.device_memory_usage;
+    const std::int64_t t = memory[loose.front()].ns;
+    const auto at = std::upper_bound(first_begin.begin(), first_begin.end(), t) - first_begin.begin();
+    const auto existing = std::find_if(out.rows.begin(), out.rows.end(), [](const average_row& x) {
+      return x.name == "[memory]" && !x.is_device;
+    });
+    if (existing != out.rows.end()) {  // an op of that name: torch would merge them
+      existing->count += r.count;
+      existing->cpu_memory_usage += r.cpu_memory_usage;
+      existing->self_cpu_memory_usage += r.self_cpu_memory_usage;
+      existing->device_memory_usage += r.device_memory_usage;
+      existing->self_device_memory_usage += r.self_device_memory_usage;
+    } else {
+      out.rows.insert(out.rows.begin() + at, std::move(r));
+    }
   }
   return out;
 }
@@ -678,7 +843,7 @@ class session_averages {
     std::unordered_map<std::string, std::size_t> row_of;
     for (const site_sums& s : sites_) {
       if (!s.seen) continue;
-      std::string key = s.site->name;
+      std::string key(row_name(s.site->name));
       key += '\0';
       key += s.is_device ? 'd' : 'h';  // a device event never shares a row with a host op
       const char* shapes = s.site->input_shapes != nullptr ? s.site->input_shapes : "";
@@ -689,7 +854,7 @@ class session_averages {
       auto [it, fresh] = row_of.try_emplace(std::move(key), merged.size());
       if (fresh) {
         pending p;
-        p.row.name = s.site->name;
+        p.row.name = row_name(s.site->name);
         if (opt_.group_by_input_shape) p.row.input_shapes = shapes;
         p.row.is_device = s.is_device;
         p.row.top_level = s.top_level;
@@ -710,6 +875,8 @@ class session_averages {
     std::sort(merged.begin(), merged.end(), [](const pending& a, const pending& b) { return a.first < b.first; });
     averages out;
     out.device_name = opt_.device_name;
+    out.profile_memory = opt_.profile_memory;
+    out.with_flops = opt_.with_flops;
     out.rows.reserve(merged.size());
     for (pending& p : merged) out.rows.push_back(std::move(p.row));
     return out;

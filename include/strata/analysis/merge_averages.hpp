@@ -15,8 +15,9 @@ namespace strata {
 inline namespace v1 {
 
 /// One table over several: rows with the same key (name, device or host, input shapes) are
-/// summed (calls and every time); rows keep the order in which they first appear, part by part,
-/// and a row's top-level flag is that of its first appearance. Lost records add up; the
+/// summed (calls, every time, memory and FLOPs); rows keep the order in which they first
+/// appear, part by part, and a row's top-level flag is that of its first appearance. The memory
+/// and FLOPs columns are shown when any part shows them. Lost records add up; the
 /// overflow policy is that of the first part that lost any. The device label is the parts'
 /// common one, or `DEVICE` when they differ (a strata trace with a Kineto one).
 ///
@@ -32,6 +33,8 @@ inline averages merge_averages(std::span<const averages> parts) {
   std::unordered_map<std::string, std::size_t> row_of;
   for (const averages& part : parts) {
     if (part.device_name != out.device_name) out.device_name = "DEVICE";
+    out.profile_memory = out.profile_memory || part.profile_memory;
+    out.with_flops = out.with_flops || part.with_flops;
     out.records_lost += part.records_lost;
     if (part.records_lost > 0 && !lost_seen) {
       lost_seen = true;
@@ -54,6 +57,11 @@ inline averages merge_averages(std::span<const averages> parts) {
       sum.cpu_total_ns += r.cpu_total_ns;
       sum.self_device_ns += r.self_device_ns;
       sum.device_total_ns += r.device_total_ns;
+      sum.cpu_memory_usage += r.cpu_memory_usage;
+      sum.self_cpu_memory_usage += r.self_cpu_memory_usage;
+      sum.device_memory_usage += r.device_memory_usage;
+      sum.self_device_memory_usage += r.self_device_memory_usage;
+      sum.flops += r.flops;
     }
   }
   return out;

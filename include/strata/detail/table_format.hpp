@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -44,7 +45,10 @@ inline std::string format_share(std::int64_t part, std::int64_t total) {
 }
 
 /// A column `averages::sorted` can sort by.
-enum class sort_column { self_cpu_total, cpu_total, cpu_avg, self_device_total, device_total, device_avg, count };
+enum class sort_column {
+  self_cpu_total, cpu_total, cpu_avg, self_device_total, device_total, device_avg, count,
+  cpu_memory, self_cpu_memory, device_memory, self_device_memory, flops
+};
 
 /// The column of a `sort_by` key: torch's keys, with its device aliases ("cuda", "xpu",
 /// "privateuse1") and "neuron" read as "device"; throws on any other key, naming the known ones.
@@ -60,9 +64,15 @@ inline sort_column sort_column_of(std::string_view sort_by) {
   if (key == "device_time_total") return sort_column::device_total;
   if (key == "device_time") return sort_column::device_avg;
   if (key == "count") return sort_column::count;
+  if (key == "cpu_memory_usage") return sort_column::cpu_memory;
+  if (key == "self_cpu_memory_usage") return sort_column::self_cpu_memory;
+  if (key == "device_memory_usage") return sort_column::device_memory;
+  if (key == "self_device_memory_usage") return sort_column::self_device_memory;
+  if (key == "flops") return sort_column::flops;
   throw error("unknown sort_by key '" + std::string(sort_by) +
               "': use self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total, "
-              "device_time_total, device_time or count");
+              "device_time_total, device_time, count, cpu_memory_usage, self_cpu_memory_usage, "
+              "device_memory_usage, self_device_memory_usage or flops");
 }
 
 inline double sort_value(const average_row& r, sort_column c) {
@@ -74,8 +84,38 @@ inline double sort_value(const average_row& r, sort_column c) {
     case sort_column::device_total: return static_cast<double>(r.device_total_ns);
     case sort_column::device_avg: return r.device_avg_ns();
     case sort_column::count: return static_cast<double>(r.count);
+    case sort_column::cpu_memory: return static_cast<double>(r.cpu_memory_usage);
+    case sort_column::self_cpu_memory: return static_cast<double>(r.self_cpu_memory_usage);
+    case sort_column::device_memory: return static_cast<double>(r.device_memory_usage);
+    case sort_column::self_device_memory: return static_cast<double>(r.self_device_memory_usage);
+    case sort_column::flops: return static_cast<double>(r.flops);
   }
   return 0.0;
+}
+
+/// torch's `_format_memory`: `%.2f Gb`, `Mb` or `Kb` (powers of 1024) from one such unit of
+/// magnitude, plain bytes (`300 b`, `-4 b`) below a Kb.
+inline std::string format_memory(std::int64_t bytes) {
+  constexpr std::int64_t kb = 1024, mb = 1024 * kb, gb = 1024 * mb;
+  const std::uint64_t magnitude = bytes < 0 ? 0 - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+  const double b = static_cast<double>(bytes);
+  if (magnitude >= static_cast<std::uint64_t>(gb)) return fmt::format("{:.2f} Gb", b / static_cast<double>(gb));
+  if (magnitude >= static_cast<std::uint64_t>(mb)) return fmt::format("{:.2f} Mb", b / static_cast<double>(mb));
+  if (magnitude >= static_cast<std::uint64_t>(kb)) return fmt::format("{:.2f} Kb", b / static_cast<double>(kb));
+  return fmt::format("{} b", bytes);
+}
+
+/// torch's FLOPs header scale: from the smallest non-zero count, the largest unit of FLOPs,
+/// KFLOPs, ... PFLOPs it reaches (10^3 steps), and the factor that turns a count into it.
+struct flops_unit {
+  double scale = 1.0;
+  std::string_view header = "FLOPs";
+};
+inline flops_unit flops_unit_of(std::uint64_t smallest) {
+  static constexpr std::string_view names[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
+  const double steps = std::max(0.0, std::min(std::log10(static_cast<double>(smallest)) / 3.0, 5.0));
+  const double whole = std::floor(steps);
+  return {std::pow(10.0, whole * -3.0), names[static_cast<std::size_t>(whole)]};
 }
 
 /// Appends `cells`, each right-aligned in its width and followed by two spaces (torch's

@@ -56,11 +56,33 @@ std::string averages::table(const table_options& opt) const {
     for (std::string h : {"Self " + dev, "Self " + dev + " %", dev + " total", dev + " time avg"})
       headers.push_back(std::move(h));
   }
+  // torch's memory columns follow the time columns, its FLOPs column the input shapes, and it
+  // drops the FLOPs column when no row has any.
+  const bool device_memory = profile_memory && has_device_memory();
+  if (profile_memory) {
+    headers.emplace_back("CPU Mem");
+    headers.emplace_back("Self CPU Mem");
+    if (device_memory) {
+      headers.push_back(dev + " Mem");
+      headers.push_back("Self " + dev + " Mem");
+    }
+  }
   headers.emplace_back("# of Calls");
-  if (shapes) headers.emplace_back("Input Shapes");
+  std::uint64_t smallest_flops = 0;
+  for (const auto& r : rows)
+    if (r.flops > 0 && (smallest_flops == 0 || r.flops < smallest_flops)) smallest_flops = r.flops;
+  const bool flops = with_flops && smallest_flops > 0;
+  const detail::flops_unit unit = flops ? detail::flops_unit_of(smallest_flops) : detail::flops_unit{};
   std::vector<std::size_t> widths(headers.size(), 12);
   widths.front() = name_width;
-  if (shapes) widths.back() = shapes_width;
+  if (shapes) {
+    headers.emplace_back("Input Shapes");
+    widths.push_back(shapes_width);
+  }
+  if (flops) {
+    headers.push_back("Total " + std::string(unit.header));
+    widths.push_back(12);
+  }
 
   const std::int64_t sum_cpu = self_cpu_total_ns();
   const std::int64_t sum_dev = self_device_total_ns();
@@ -104,8 +126,19 @@ std::string averages::table(const table_options& opt) const {
       cells.push_back(time(static_cast<double>(r.device_total_ns)));
       cells.push_back(time(r.device_avg_ns()));
     }
+    if (profile_memory) {
+      cells.push_back(detail::format_memory(r.cpu_memory_usage));
+      cells.push_back(detail::format_memory(r.self_cpu_memory_usage));
+      if (device_memory) {
+        cells.push_back(detail::format_memory(r.device_memory_usage));
+        cells.push_back(detail::format_memory(r.self_device_memory_usage));
+      }
+    }
     cells.push_back(std::to_string(r.count));
     if (shapes) cells.push_back(r.input_shapes.substr(0, shapes_width));
+    if (flops)
+      cells.push_back(r.flops == 0 ? std::string("--")
+                                   : fmt::format("{:8.3f}", static_cast<double>(r.flops) * unit.scale));
     detail::append_row(out, cells, widths);
   }
   detail::append_separator(out, widths);
@@ -121,18 +154,21 @@ std::string averages::to_csv() const {
   const std::string& d = device_name;
   std::string out = fmt::format(
       "Name,Input Shapes,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,"
-      "Self {0},Self {0} %,{0} total,{0} time avg,# of Calls,Is Device,Top Level\n", d);
+      "Self {0},Self {0} %,{0} total,{0} time avg,# of Calls,Is Device,Top Level,"
+      "CPU Mem,Self CPU Mem,{0} Mem,Self {0} Mem,Total FLOPs\n", d);
   const std::int64_t sum_cpu = self_cpu_total_ns();
   const std::int64_t sum_dev = self_device_total_ns();
   for (const auto& r : rows) {
     detail::append_csv_string(out, r.name);
     out += ',';
     detail::append_csv_string(out, r.input_shapes);
-    fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                    percent(r.self_cpu_ns, sum_cpu), r.self_cpu_ns,
                    percent(r.cpu_total_ns, sum_cpu), r.cpu_total_ns, r.cpu_avg_ns(),
                    r.self_device_ns, percent(r.self_device_ns, sum_dev), r.device_total_ns,
-                   r.device_avg_ns(), r.count, r.is_device ? 1 : 0, r.top_level ? 1 : 0);
+                   r.device_avg_ns(), r.count, r.is_device ? 1 : 0, r.top_level ? 1 : 0,
+                   r.cpu_memory_usage, r.self_cpu_memory_usage, r.device_memory_usage,
+                   r.self_device_memory_usage, r.flops);
   }
   return out;
 }
@@ -143,8 +179,8 @@ std::string averages::to_json() const {
   app("{\"device_name\":");
   detail::append_json_string(out, device_name);
   fmt::format_to(std::back_inserter(out), ",\"records_lost\":{},\"self_cpu_time_total_ns\":{},"
-                 "\"self_device_time_total_ns\":{},\"rows\":[",
-                 records_lost, self_cpu_total_ns(), self_device_total_ns());
+                 "\"self_device_time_total_ns\":{},\"profile_memory\":{},\"with_flops\":{},\"rows\":[",
+                 records_lost, self_cpu_total_ns(), self_device_total_ns(), profile_memory, with_flops);
   bool first = true;
   for (const auto& r : rows) {
     detail::open_json_row(out, first, r.name, r.input_shapes);
@@ -153,9 +189,12 @@ std::string averages::to_json() const {
                    ",\"is_device\":{},\"top_level\":{},\"count\":{},\"self_cpu_time_total_ns\":{},"
                    "\"cpu_time_total_ns\":{},\"cpu_time_avg_ns\":{},"
                    "\"self_device_time_total_ns\":{},\"device_time_total_ns\":{},"
-                   "\"device_time_avg_ns\":{}}}",
+                   "\"device_time_avg_ns\":{},\"cpu_memory_usage\":{},\"self_cpu_memory_usage\":{},"
+                   "\"device_memory_usage\":{},\"self_device_memory_usage\":{},\"flops\":{}}}",
                    r.is_device, r.top_level, r.count, r.self_cpu_ns, r.cpu_total_ns,
-                   r.cpu_avg_ns(), r.self_device_ns, r.device_total_ns, r.device_avg_ns());
+                   r.cpu_avg_ns(), r.self_device_ns, r.device_total_ns, r.device_avg_ns(),
+                   r.cpu_memory_usage, r.self_cpu_memory_usage, r.device_memory_usage,
+                   r.self_device_memory_usage, r.flops);
   }
   app("]}\n");
   return fmt::to_string(out);
