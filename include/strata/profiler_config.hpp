@@ -158,6 +158,15 @@ struct profiler_config {
   /// (strata/args/op_args.hpp): they appear in the trace's `args` and drive key_averages'
   /// `group_by_input_shape`. Off, such a scope costs what a plain scope costs.
   bool record_shapes = false;
+  /// Record memory events: allocations and frees (`STRATA_ALLOC`, `STRATA_FREE`, the C API's
+  /// `strata_alloc`, the simulator's HBM and on-chip pools), which give the tables torch's
+  /// memory columns and the trace Kineto's `[memory]` events (torch.profiler's
+  /// `profile_memory`). Off, a memory event costs a branch.
+  bool profile_memory = false;
+  /// Record the FLOP counts of scopes that carry one (`STRATA_SCOPE_FLOPS`, the simulator's
+  /// kernels): the tables' `Total FLOPs` column and the trace's `args.flops` (torch.profiler's
+  /// `with_flops`). Off, such a scope costs what a plain scope costs.
+  bool with_flops = false;
   /// The most device records kept per core and session; 0: unlimited.
   std::size_t max_events_per_core = 0;
   /// Which `profiler::step()`s are recorded (torch.profiler.schedule). The default (`active`

@@ -105,6 +105,12 @@ typedef struct strata_config {
    *  records (a power of two, at least 2; 32 bytes each, in 64 KiB blocks) in constant memory.
    *  0: a lossless session. */
   size_t flight_recorder;
+  /** Non-zero: record allocations and frees (strata_alloc, strata_free): the tables' memory
+   *  columns and the trace's `[memory]` events. 0: off (a memory call costs a branch). */
+  int profile_memory;
+  /** Non-zero: record the FLOP counts set with strata_set_flops: the tables' FLOPs column and
+   *  the trace's `args.flops`. 0: off. */
+  int with_flops;
 } strata_config;
 
 /** A strata_config with every field at its default (zero). */

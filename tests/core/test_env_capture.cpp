@@ -74,6 +74,8 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_OVERFLOW", "flight_recorder"},
                   {"STRATA_CAPTURE_CORES", "0,2-3"},
                   {"STRATA_RECORD_SHAPES", "1"},
+                  {"STRATA_PROFILE_MEMORY", "1"},
+                  {"STRATA_WITH_FLOPS", "1"},
                   {"STRATA_MEMORY_LIMIT_MB", "64"},
                   {"STRATA_SPILL", "0"},
                   {"STRATA_CRASH_DUMP", "1"}}}
@@ -85,6 +87,8 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->overflow == strata::overflow_policy::flight_recorder);
     CHECK(config->capture_cores == "0,2-3");
     CHECK(config->record_shapes);
+    CHECK(config->profile_memory);
+    CHECK(config->with_flops);
     CHECK(config->memory_limit == std::size_t{64} << 20);
     CHECK_FALSE(config->spill);
     CHECK(config->crash_dump);
@@ -103,6 +107,11 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
   CHECK(cores.find("'x'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_RECORD_SHAPES", "yes"}}})
             .find("STRATA_RECORD_SHAPES='yes'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_PROFILE_MEMORY", "on"}}})
+            .find("STRATA_PROFILE_MEMORY='on': use 1 to record allocations and frees") !=
+        std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_WITH_FLOPS", "2"}}})
+            .find("STRATA_WITH_FLOPS='2'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "yes"}}}).find("STRATA_PROFILE='yes'") != std::string::npos);
   const std::string layers = error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_LAYERS", "framework,gpu"}}});
   CHECK(layers.find("STRATA_LAYERS") != std::string::npos);

@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const char* const names[] = {
       "STRATA_PROFILE",         "STRATA_OUTPUT_DIR",    "STRATA_LAYERS",        "STRATA_BUFFER_CAPACITY",
       "STRATA_OVERFLOW",        "STRATA_CAPTURE_CORES", "STRATA_RECORD_SHAPES", "STRATA_DRAIN_INTERVAL_US",
+      "STRATA_PROFILE_MEMORY",  "STRATA_WITH_FLOPS",
   };
   FuzzedDataProvider in(data, size);
   std::map<std::string, std::string> env;

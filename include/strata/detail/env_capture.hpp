@@ -62,6 +62,8 @@ inline constexpr env_variable env_variables[] = {
     {"STRATA_BUFFER_CAPACITY"},
     {"STRATA_CAPTURE_CORES"},
     {"STRATA_RECORD_SHAPES"},
+    {"STRATA_PROFILE_MEMORY"},
+    {"STRATA_WITH_FLOPS"},
     {"STRATA_FORMAT"},
     {"STRATA_CRASH_DUMP"},
     {"STRATA_CLOCK"},  // read by strata/clock.hpp: tsc or steady_clock
@@ -266,6 +268,17 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
       throw error("STRATA_RECORD_SHAPES='" + *shapes + "': use 1 to record shapes, 0 not to");
     config.record_shapes = text == "1";
   }
+  const auto flag = [&](const char* name, const char* what, bool& out) {
+    if (auto value = get(name); value && !value->empty()) {
+      const std::string_view text = detail::trim(*value);
+      if (text != "0" && text != "1")
+        throw error(std::string(name) + "='" + *value + "': use 1 to " + what + ", 0 not to");
+      out = text == "1";
+    }
+  };
+  flag(detail::env_name("STRATA_PROFILE_MEMORY"), "record allocations and frees",
+       config.profile_memory);
+  flag(detail::env_name("STRATA_WITH_FLOPS"), "record FLOP counts", config.with_flops);
   config.crash_dump = crash_dump_from_env(lookup);
   return config;
 }
@@ -287,6 +300,8 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
 /// | `STRATA_BUFFER_CAPACITY` | flight recorder: records per thread, a power of two | 65536 |
 /// | `STRATA_CAPTURE_CORES` | NeuronCores captured: `all`, `0`, `0,2-3` | `all` |
 /// | `STRATA_RECORD_SHAPES` | `1` records input shapes and arguments | `0` |
+/// | `STRATA_PROFILE_MEMORY` | `1` records allocations and frees | `0` |
+/// | `STRATA_WITH_FLOPS` | `1` records the FLOP counts of scopes that carry one | `0` |
 /// | `STRATA_FORMAT` | `json` (trace.json) or `perfetto` (trace.pftrace) | `json` |
 /// | `STRATA_CRASH_DUMP` | `1` writes `strata-crash-<pid>.dump` on a crash (docs/production.md); also for the C API's `strata_start()` sessions | `0` |
 /// | `STRATA_CLOCK` | `steady_clock` forces the portable clock instead of the TSC (any session) | `tsc` where invariant |

@@ -40,16 +40,22 @@ namespace detail {
 
 // ---- the state word -----------------------------------------------------------------------
 
-/// Bits 0-6: the captured layers of the running session (0 when none runs); bit 7: it records
-/// the arguments (input shapes) of scopes that carry them; bits 8-31: the session's epoch.
+/// Bits 0-4: the captured layers of the running session (0 when none runs); bit 5: it records
+/// memory events (`profile_memory`); bit 6: it records the FLOP counts of scopes that carry one
+/// (`with_flops`); bit 7: it records the arguments (input shapes) of scopes that carry them;
+/// bits 8-31: the session's epoch.
 inline constinit std::uint32_t state = 0;
 
-inline constexpr std::uint32_t layer_mask_bits = 0x7fu;
+inline constexpr std::uint32_t layer_mask_bits = 0x1fu;
+inline constexpr std::uint32_t profile_memory_bit = 0x20u;
+inline constexpr std::uint32_t record_flops_bit = 0x40u;
 inline constexpr std::uint32_t record_args_bit = 0x80u;
 inline constexpr unsigned epoch_shift = 8;
-static_assert(layer_count <= 7, "the state word keeps the layers in bits 0-6");
+static_assert(layer_count <= 5, "the state word keeps the layers in bits 0-4");
 
 constexpr bool records_args(std::uint32_t s) noexcept { return (s & record_args_bit) != 0; }
+constexpr bool profiles_memory(std::uint32_t s) noexcept { return (s & profile_memory_bit) != 0; }
+constexpr bool records_flops(std::uint32_t s) noexcept { return (s & record_flops_bit) != 0; }
 constexpr std::uint32_t epoch_of(std::uint32_t s) noexcept { return s >> epoch_shift; }
 
 /// The state word: one relaxed load.

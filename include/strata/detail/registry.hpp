@@ -67,6 +67,8 @@ struct session_settings {
   overflow_policy overflow = overflow_policy::lossless;
   std::size_t buffer_capacity = 1024;   ///< a flight recorder's records per thread
   bool record_args = false;             ///< scopes that carry arguments record them
+  bool profile_memory = false;          ///< memory events (allocations, frees) are recorded
+  bool record_flops = false;            ///< scopes that carry a FLOP count record it
   core_set cores = core_set::all();     ///< device cores whose records are taken
   std::size_t max_events_per_core = 0;  ///< device records kept per core; 0: unlimited
   block_store_settings blocks = {};     ///< the memory limit and spilling (lossless)
@@ -205,7 +207,9 @@ class registry {
     store_->start_writer();
     __atomic_store_n(&state,
                      (epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
-                         (settings.record_args ? record_args_bit : 0u),
+                         (settings.record_args ? record_args_bit : 0u) |
+                         (settings.profile_memory ? profile_memory_bit : 0u) |
+                         (settings.record_flops ? record_flops_bit : 0u),
                      __ATOMIC_RELEASE);
     return epoch_;
   }

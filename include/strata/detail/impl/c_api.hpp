@@ -59,6 +59,8 @@ inline profiler_config to_profiler_config(const strata_config& c, std::string& o
                      .active = s.active, .repeat = s.repeat,
                      .skip_first_wait = s.skip_first_wait != 0};
   config.crash_dump = c.crash_dump != 0 || crash_dump_asked();  // or STRATA_CRASH_DUMP=1
+  config.profile_memory = c.profile_memory != 0;
+  config.with_flops = c.with_flops != 0;
   if (c.memory_limit != 0) config.memory_limit = c.memory_limit;
   if (c.flight_recorder != 0) {
     config.overflow = overflow_policy::flight_recorder;

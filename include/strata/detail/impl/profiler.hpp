@@ -581,6 +581,8 @@ struct profiler::session {
                                                 .overflow = config_.overflow,
                                                 .buffer_capacity = config_.buffer_capacity,
                                                 .record_args = config_.record_shapes,
+                                                .profile_memory = config_.profile_memory,
+                                                .record_flops = config_.with_flops,
                                                 .cores = cores_,
                                                 .max_events_per_core = config_.max_events_per_core,
                                                 .blocks = {.memory_limit = config_.memory_limit,
