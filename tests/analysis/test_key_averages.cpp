@@ -12,6 +12,8 @@
 
 #include "strata/analysis/key_averages.hpp"
 
+#include "analysis/rows.hpp"
+
 namespace {
 
 using strata::layer;
@@ -31,18 +33,8 @@ strata::averages averages_of(const std::vector<op_event>& ev, strata::key_averag
   return strata::key_averages(ev, o);  // a vector converts to the span
 }
 
-const strata::average_row& row(const strata::averages& a, std::string_view name, bool device = false) {
-  for (const auto& r : a.rows)
-    if (r.name == name && r.is_device == device) return r;
-  FAIL("no row " << name);
-  return a.rows.front();
-}
-
-std::vector<std::string> names(const strata::averages& a) {
-  std::vector<std::string> out;
-  for (const auto& r : a.rows) out.push_back(r.name);
-  return out;
-}
+using strata_test::names;
+using strata_test::row;
 
 }  // namespace
 

@@ -15,6 +15,8 @@
 #include "strata/analysis/key_averages.hpp"
 #include "strata/detail/table_format.hpp"
 
+#include "analysis/rows.hpp"
+
 namespace {
 
 using strata::layer;
@@ -27,18 +29,8 @@ op_event op(std::string name, std::int64_t b, std::int64_t e, std::uint64_t trac
   return ev;
 }
 
-const strata::average_row& row(const strata::averages& a, std::string_view name) {
-  for (const auto& r : a.rows)
-    if (r.name == name) return r;
-  FAIL("no row " << name);
-  return a.rows.front();
-}
-
-std::vector<std::string> names(const strata::averages& a) {
-  std::vector<std::string> out;
-  for (const auto& r : a.rows) out.push_back(r.name);
-  return out;
-}
+using strata_test::names;
+using strata_test::row;
 
 std::string read_fixture(const std::string& name) {
   std::ifstream in(std::string(STRATA_TEST_DATA) + "/torch/" + name);

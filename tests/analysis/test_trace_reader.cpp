@@ -29,9 +29,7 @@ strata::report::saved_trace read_text(const strata_test::temp_dir& dir, const st
 }
 
 const strata::average_row* row(const strata::averages& a, std::string_view name, bool device = false) {
-  for (const auto& r : a.rows)
-    if (r.name == name && r.is_device == device) return &r;
-  return nullptr;
+  return a.find(name, device);
 }
 
 // What strata's writer produces, trimmed to what the reader uses.

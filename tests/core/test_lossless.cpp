@@ -289,10 +289,9 @@ TEST_CASE("a spilled session's table reads the spill file: every record, nested 
   REQUIRE(prof.stats().memory.spilled > 0);
   const strata::averages a = prof.key_averages();
   const auto row = [&](std::string_view name) {
-    for (const auto& r : a.rows)
-      if (r.name == name) return r;
-    FAIL("no row " << name);
-    return strata::average_row{};
+    const strata::average_row* r = a.find(name);
+    REQUIRE_MESSAGE(r != nullptr, "no row " << name);
+    return *r;
   };
   const auto session = row("spilled session");
   const auto op = row("spilled op");

@@ -112,6 +112,13 @@ struct averages {
       if (r.self_device_memory_usage > 0) return true;
     return false;
   }
+  /// The first row named `name` (a host row, or a device row when `device`), or nullptr: what
+  /// `[e for e in prof.key_averages() if e.key == name]` gives in torch.
+  const average_row* find(std::string_view name, bool device = false) const noexcept {
+    for (const auto& r : rows)
+      if (r.name == name && r.is_device == device) return &r;
+    return nullptr;
+  }
   bool has_input_shapes() const noexcept {
     for (const auto& r : rows)
       if (!r.input_shapes.empty()) return true;
