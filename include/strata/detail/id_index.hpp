@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,25 @@ class id_index {
   std::vector<slot> slots_;
   std::size_t hashed_ = 0;
   std::uint32_t size_ = 0;
+};
+
+/// A value made once per address (what an exporter renders once per descriptor), found through
+/// an id_index. References stay valid as values are added. Used within one export: a `make`
+/// that throws ends that export, and the table with it.
+template <class T>
+class by_address {
+ public:
+  /// The value of `key`, made by `make()` the first time `key` is seen.
+  template <class Make>
+  T& find_or_make(const void* key, Make&& make) {
+    const auto [index, fresh] = ids_.find_or_add(reinterpret_cast<std::uintptr_t>(key));
+    if (fresh) values_.push_back(make());
+    return values_[index];
+  }
+
+ private:
+  id_index ids_;
+  std::deque<T> values_;
 };
 
 }  // namespace detail

@@ -27,6 +27,7 @@
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
+#include "strata/detail/id_index.hpp"
 #include "strata/detail/json_escape.hpp"
 #include "strata/detail/padded_bytes.hpp"
 #include "strata/detail/record_order.hpp"
@@ -263,52 +264,17 @@ struct event_text {
   std::size_t max_bytes = 0; ///< most bytes one event writes, padding included
 };
 
-/// The event texts of one track's sites, found by the site's address in an open-addressing
-/// table: one hash and usually one probe per record instead of a node-based map.
+/// The event texts of one track's sites, rendered once per site and found by its address.
 class event_texts {
  public:
   /// `where` is `"pid":..,"tid":..,"ts":` of the track.
-  explicit event_texts(std::string where) : where_(std::move(where)), slots_(64) {}
+  explicit event_texts(std::string where) : where_(std::move(where)) {}
 
   const event_text& of(const site* s) {
-    std::size_t i = slot_index(s);
-    while (slots_[i].key != nullptr) {
-      if (slots_[i].key == s) return texts_[slots_[i].text];
-      i = (i + 1) & (slots_.size() - 1);
-    }
-    return insert(i, s);
+    return texts_.find_or_make(s, [&] { return render(*s); });
   }
 
  private:
-  struct slot {
-    const site* key = nullptr;
-    std::size_t text = 0;
-  };
-
-  std::size_t slot_index(const site* s) const noexcept {
-    // Fibonacci hashing of the address; the low bits of an address say little.
-    const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(s)) * 0x9e3779b97f4a7c15ull;
-    return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
-  }
-
-  const event_text& insert(std::size_t i, const site* s) {
-    if ((texts_.size() + 1) * 2 > slots_.size()) {
-      std::vector<slot> old(slots_.size() * 2);
-      old.swap(slots_);
-      for (const slot& o : old) {
-        if (o.key == nullptr) continue;
-        std::size_t j = slot_index(o.key);
-        while (slots_[j].key != nullptr) j = (j + 1) & (slots_.size() - 1);
-        slots_[j] = o;
-      }
-      i = slot_index(s);
-      while (slots_[i].key != nullptr) i = (i + 1) & (slots_.size() - 1);
-    }
-    slots_[i] = {s, texts_.size()};
-    texts_.push_back(render(*s));
-    return texts_.back();
-  }
-
   event_text render(const site& s) const {
     static constexpr std::string_view phase[] = {"X", "i", "C"};
     fmt::memory_buffer p;
@@ -345,8 +311,7 @@ class event_texts {
   }
 
   std::string where_;
-  std::vector<slot> slots_;
-  std::vector<event_text> texts_;
+  by_address<event_text> texts_;
 };
 
 /// Writes the events of `data.threads[track]`'s records, offering each to `flows`; returns

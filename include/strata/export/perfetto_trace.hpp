@@ -43,6 +43,7 @@
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
+#include "strata/detail/id_index.hpp"
 #include "strata/detail/json_escape.hpp"
 #include "strata/detail/padded_bytes.hpp"
 #include "strata/detail/record_order.hpp"
@@ -525,50 +526,16 @@ struct site_event {
   std::uint64_t counter_track = 0;          ///< counters: the track uuid in `counter_pid`
 };
 
-/// The site events of a file, found by the site's address in an open-addressing table.
+/// The site events of a file, encoded once per site and found by its address.
 class site_events {
  public:
-  explicit site_events(interner& names) : names_(names), slots_(64) {}
+  explicit site_events(interner& names) : names_(names) {}
 
   site_event& of(const site* s) {
-    std::size_t i = slot_index(s);
-    while (slots_[i].key != nullptr) {
-      if (slots_[i].key == s) return *events_[slots_[i].index];
-      i = (i + 1) & (slots_.size() - 1);
-    }
-    return insert(i, s);
+    return events_.find_or_make(s, [&] { return encode(*s); });
   }
 
  private:
-  struct slot {
-    const site* key = nullptr;
-    std::size_t index = 0;
-  };
-
-  std::size_t slot_index(const site* s) const noexcept {
-    // Fibonacci hashing of the address; the low bits of an address say little.
-    const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(s)) * 0x9e3779b97f4a7c15ull;
-    return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
-  }
-
-  site_event& insert(std::size_t i, const site* s) {
-    if ((events_.size() + 1) * 2 > slots_.size()) {
-      std::vector<slot> old(slots_.size() * 2);
-      old.swap(slots_);
-      for (const slot& o : old) {
-        if (o.key == nullptr) continue;
-        std::size_t j = slot_index(o.key);
-        while (slots_[j].key != nullptr) j = (j + 1) & (slots_.size() - 1);
-        slots_[j] = o;
-      }
-      i = slot_index(s);
-      while (slots_[i].key != nullptr) i = (i + 1) & (slots_.size() - 1);
-    }
-    slots_[i] = {s, events_.size()};
-    events_.push_back(std::make_unique<site_event>(encode(*s)));
-    return *events_.back();
-  }
-
   site_event encode(const site& s) {
     site_event e;
     e.kind = s.kind;
@@ -606,8 +573,7 @@ class site_events {
   }
 
   interner& names_;
-  std::vector<slot> slots_;
-  std::vector<std::unique_ptr<site_event>> events_;  // stable addresses: callers keep references
+  by_address<site_event> events_;  // callers keep references: they stay valid
 };
 
 /// Streams packets into a trace file through a large buffer.
