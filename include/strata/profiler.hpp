@@ -228,6 +228,24 @@ class profiler {
   session* session_;
 };
 
+/// torch.profiler's `tensorboard_trace_handler`: an `on_trace_ready` that writes each window
+/// to `dir/<worker>.<time_ns>.pt.trace.json` (`.pt.trace.json.gz` with `use_gzip`), where
+/// `time_ns` is the wall clock's nanoseconds when it is written and `worker` defaults to
+/// `rank<R>` for a rank of a distributed job (`profiler_config::distributed`) and to
+/// `<hostname>_<pid>` otherwise, as torch names it. `dir` is created if missing.
+///
+/// **Example**
+/// ```cpp
+/// strata::profiler prof({.schedule = {.wait = 1, .warmup = 1, .active = 2},
+///                        .on_trace_ready = strata::tensorboard_trace_handler("log")});
+/// ```
+trace_handler tensorboard_trace_handler(std::string dir, std::string worker = {}, bool use_gzip = false);
+
+/// The file name `tensorboard_trace_handler` writes for `worker` (empty: the default for
+/// `rank`, a rank of a job or none) at wall-clock `time_ns`.
+std::string worker_trace_name(std::string worker, const distributed_info& rank, std::int64_t time_ns,
+                              bool use_gzip = false);
+
 }  // namespace v1
 }  // namespace strata
 

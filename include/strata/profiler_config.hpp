@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "strata/distributed.hpp"
 #include "strata/record.hpp"
 #include "strata/schedule.hpp"
 
@@ -143,6 +144,11 @@ struct profiler_config {
   bool crash_dump = false;
   /// The process name shown in traces; empty: the program's name.
   std::string process_name = {};
+  /// The process's rank in a distributed job, written into every trace as Kineto's
+  /// `distributedInfo` (strata/distributed.hpp). Unset (`rank` < 0): read from the environment
+  /// torchrun sets (`distributed_from_env`: RANK, WORLD_SIZE, LOCAL_RANK, or STRATA_RANK, ...);
+  /// not there either: not part of a job.
+  distributed_info distributed = {};
   // The device-side settings below (capture_cores, correlate_device_time, record_shapes,
   // max_events_per_core) are checked and kept now; the simulated device and key_averages read
   // them (`profiler::capture_cores()` gives the parsed core set).

@@ -90,6 +90,11 @@ struct trace_data {
   std::uint64_t start_ticks = 0;
   std::uint64_t stop_ticks = 0;
   session_memory memory;   ///< a lossless session's memory (all 0 for a flight recorder)
+  /// Wall-clock (system_clock) nanoseconds at steady_clock nanosecond 0, read when the session
+  /// began: a timestamp plus this is wall time, so traces of several processes or hosts line up
+  /// (Kineto's `baseTimeNanoseconds`). 0: not known.
+  std::int64_t base_time_ns = 0;
+  distributed_info distributed;  ///< the rank that recorded it (none: `rank` < 0)
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
   std::shared_ptr<const detail::spill_file> spill;

@@ -275,3 +275,50 @@ TEST_CASE("STRATA_CRASH_DUMP: 1 on, 0 or empty or unset off, anything else named
   CHECK_THROWS_WITH_AS(strata::detail::crash_dump_from_env(fake_env{env{{"STRATA_CRASH_DUMP", "yes"}}}.lookup()),
                        doctest::Contains("STRATA_CRASH_DUMP='yes': use 1"), strata::error);
 }
+
+TEST_CASE("distributed_from_env: torchrun's variables, STRATA_ overrides, clear errors") {
+  const auto from = [](std::map<std::string, std::string> vars) {
+    return strata::distributed_from_env(fake_env{std::move(vars)}.lookup());
+  };
+  SUBCASE("nothing set: not a rank of a job") {
+    CHECK_FALSE(from({}).known());
+    CHECK_FALSE(from({{"WORLD_SIZE", "4"}}).known());  // a world size alone names no rank
+  }
+  SUBCASE("torchrun") {
+    const auto d = from({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}});
+    CHECK(d.rank == 3);
+    CHECK(d.world_size == 4);
+    CHECK(d.local_rank == 1);
+    CHECK(d.backend.empty());
+    CHECK(d.groups.empty());
+  }
+  SUBCASE("STRATA_ forms win; Open MPI's are read last") {
+    const auto d = from({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"STRATA_RANK", " 0 "}, {"STRATA_WORLD_SIZE", "2"},
+                         {"STRATA_BACKEND", "ccom"}});
+    CHECK(d.rank == 0);
+    CHECK(d.world_size == 2);
+    CHECK(d.local_rank == -1);
+    CHECK(d.backend == "ccom");
+    const auto mpi = from({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}});
+    CHECK(mpi.rank == 5);
+    CHECK(mpi.world_size == 8);
+    CHECK(from({{"RANK", ""}, {"OMPI_COMM_WORLD_RANK", "1"}, {"WORLD_SIZE", "2"}}).rank == 1);  // blank is unset
+  }
+  SUBCASE("bad values name their variable") {
+    const auto error_from = [&](std::map<std::string, std::string> vars) {
+      try {
+        from(std::move(vars));
+      } catch (const strata::error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    CHECK(error_from({{"RANK", "one"}, {"WORLD_SIZE", "2"}}).find("RANK='one'") != std::string::npos);
+    CHECK(error_from({{"RANK", "0"}, {"STRATA_WORLD_SIZE", "-2"}}).find("STRATA_WORLD_SIZE='-2'") != std::string::npos);
+    CHECK(error_from({{"RANK", "1"}}).find("RANK is set but no world size") != std::string::npos);
+    CHECK(error_from({{"RANK", "4"}, {"WORLD_SIZE", "4"}}).find("RANK=4 is not below the world size 4 (WORLD_SIZE)") !=
+          std::string::npos);
+    CHECK(error_from({{"STRATA_RANK", "1"}, {"WORLD_SIZE", "99999999999"}}).find("WORLD_SIZE='99999999999'") !=
+          std::string::npos);
+  }
+}

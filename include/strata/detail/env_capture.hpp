@@ -18,12 +18,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "strata/device.hpp"
+#include "strata/distributed.hpp"
 #include "strata/error.hpp"
 #include "strata/export/trace_format.hpp"
 #include "strata/ondemand.hpp"
@@ -66,6 +69,10 @@ inline constexpr env_variable env_variables[] = {
     {"STRATA_WITH_FLOPS"},
     {"STRATA_FORMAT"},
     {"STRATA_CRASH_DUMP"},
+    {"STRATA_RANK"},  // the rank identity (distributed_from_env), before torchrun's RANK ...
+    {"STRATA_WORLD_SIZE"},
+    {"STRATA_LOCAL_RANK"},
+    {"STRATA_BACKEND"},
     {"STRATA_CLOCK"},  // read by strata/clock.hpp: tsc or steady_clock
     {"STRATA_DRAIN_INTERVAL_US",
      "is no longer read: a session keeps every record without a background drain, in "
@@ -283,7 +290,48 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
   return config;
 }
 
+/// The first of `names` set (and not blank) in the environment: its name and value.
+inline std::optional<std::pair<const char*, std::string>> first_set(const env_lookup& lookup,
+                                                                   std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (const char* v = lookup(name); v != nullptr && !trim(v).empty()) return std::pair{name, std::string(v)};
+  return std::nullopt;
+}
+
 }  // namespace detail
+
+/// The rank identity the environment gives: the rank, world size and local rank that torchrun
+/// (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`) or Open MPI's mpirun (`OMPI_COMM_WORLD_RANK`, ...) set,
+/// each overridden by its `STRATA_` form (`STRATA_RANK`, `STRATA_WORLD_SIZE`,
+/// `STRATA_LOCAL_RANK`), and the backend `STRATA_BACKEND`. Not set: `rank` < 0. Raises
+/// `strata::error` naming the variable when a value is not a count, when a rank comes without a
+/// world size, or when the rank is not below the world size.
+inline distributed_info distributed_from_env(const env_lookup& lookup) {
+  distributed_info info;
+  const auto count = [&](std::initializer_list<const char*> names, int& out) -> const char* {
+    const auto found = detail::first_set(lookup, names);
+    if (!found) return nullptr;
+    const std::optional<std::size_t> value = detail::parse_count(found->second);
+    if (!value || *value > 1u << 24)
+      throw error(std::string(found->first) + "='" + found->second +
+                  "': a rank or world size is a count below 2^24, such as 0 or 8");
+    out = static_cast<int>(*value);
+    return found->first;
+  };
+  const char* rank = count({detail::env_name("STRATA_RANK"), "RANK", "OMPI_COMM_WORLD_RANK"}, info.rank);
+  const char* size = count({detail::env_name("STRATA_WORLD_SIZE"), "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"},
+                           info.world_size);
+  count({detail::env_name("STRATA_LOCAL_RANK"), "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}, info.local_rank);
+  if (const auto backend = detail::first_set(lookup, {detail::env_name("STRATA_BACKEND")}))
+    info.backend = std::string(detail::trim(backend->second));
+  if (rank == nullptr) return distributed_info{};  // a world size alone names no rank
+  if (size == nullptr)
+    throw error(std::string(rank) + " is set but no world size is: set WORLD_SIZE (or STRATA_WORLD_SIZE) too");
+  if (info.rank >= info.world_size)
+    throw error(std::string(rank) + "=" + std::to_string(info.rank) + " is not below the world size " +
+                std::to_string(info.world_size) + " (" + size + "): ranks count from 0");
+  return info;
+}
 
 /// What the environment asks for: `std::nullopt` when STRATA_PROFILE is unset, empty or 0,
 /// otherwise the profiler configuration. Raises `strata::error` naming the variable when a

@@ -381,6 +381,49 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
 
 }  // namespace detail
 
+namespace detail {
+
+/// `,"distributedInfo":{...}` as Kineto writes it: backend, rank, world_size, pg_count and
+/// pg_config (torch's default group of every rank when `d.groups` is empty), plus local_rank.
+template <class Buffer>
+void append_distributed_info(Buffer& out, const distributed_info& d) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, ",\n\"distributedInfo\":{{\"backend\":");
+  append_json_string(out, d.backend);
+  fmt::format_to(it, ",\"rank\":{},\"world_size\":{}", d.rank, d.world_size);
+  if (d.local_rank >= 0) fmt::format_to(it, ",\"local_rank\":{}", d.local_rank);
+  const auto group = [&](std::string_view name, std::string_view desc, std::string_view config,
+                         const auto& ranks, std::size_t size) {
+    fmt::format_to(it, "{{\"pg_name\":");
+    append_json_string(out, name);
+    fmt::format_to(it, ",\"pg_desc\":");
+    append_json_string(out, desc);
+    fmt::format_to(it, ",\"backend_config\":");
+    append_json_string(out, config);
+    fmt::format_to(it, ",\"pg_size\":{},\"ranks\":[", size);
+    ranks(it);
+    fmt::format_to(it, "]}}");
+  };
+  if (d.groups.empty()) {
+    fmt::format_to(it, ",\"pg_count\":1,\"pg_config\":[");
+    group("0", "default_pg", d.backend, [&](auto o) {
+      for (int r = 0; r < d.world_size; ++r) fmt::format_to(o, "{}{}", r == 0 ? "" : ",", r);
+    }, static_cast<std::size_t>(d.world_size));
+  } else {
+    fmt::format_to(it, ",\"pg_count\":{},\"pg_config\":[", d.groups.size());
+    for (std::size_t g = 0; g < d.groups.size(); ++g) {
+      if (g != 0) out.push_back(',');
+      const process_group& pg = d.groups[g];
+      group(pg.name, pg.description, pg.backend_config, [&](auto o) {
+        for (std::size_t k = 0; k < pg.ranks.size(); ++k) fmt::format_to(o, "{}{}", k == 0 ? "" : ",", pg.ranks[k]);
+      }, pg.ranks.size());
+    }
+  }
+  fmt::format_to(it, "]}}");
+}
+
+}  // namespace detail
+
 /// Writes `data` to `path` as Chrome trace JSON, atomically; `path` ends in `.json`, or in
 /// `.json.gz` to be written gzip-compressed (streamed, zlib loaded at run time). Raises
 /// `strata::error` for another name (strata/export/trace_format.hpp), when the file cannot be
@@ -421,7 +464,10 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       detail::append_json_string(out, data.memory.spill_error);
     }
   }
-  fmt::format_to(it, "}},\n\"strataThreads\":[");
+  out.push_back('}');
+  if (data.distributed.known()) detail::append_distributed_info(out, data.distributed);
+  if (data.base_time_ns != 0) fmt::format_to(it, ",\n\"baseTimeNanoseconds\":{}", data.base_time_ns);
+  fmt::format_to(it, ",\n\"strataThreads\":[");
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const thread_track& t = data.threads[i];
     fmt::format_to(it, "{}{{\"pid\":{},\"tid\":{},\"name\":", i == 0 ? "" : ",",

@@ -13,7 +13,8 @@
 //     each process ── one counter track per counter name
 //   sequence 2 + i: the events of data.threads[i], oldest first
 //     first packet: incremental state cleared, defaults (this track, clock 64), a clock
-//       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock)
+//       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock),
+//       with CLOCK_REALTIME at the same instant when the session's wall-clock base is known
 //     then one packet per event: a timestamp delta in ns and a TrackEvent whose name,
 //       category and argument names are interned on the sequence the first time they occur
 //
@@ -180,6 +181,7 @@ inline constexpr std::uint32_t clock_id = 1;
 inline constexpr std::uint32_t clock_timestamp = 2;
 inline constexpr std::uint32_t clock_is_incremental = 3;
 // common/builtin_clock.proto: BUILTIN_CLOCK_MONOTONIC; clock ids 64-127 are the sequence's own.
+inline constexpr std::uint64_t builtin_clock_realtime = 1;
 inline constexpr std::uint64_t builtin_clock_monotonic = 3;
 inline constexpr std::uint64_t sequence_clock = 64;
 // track_event/track_descriptor.proto: message TrackDescriptor
@@ -759,9 +761,16 @@ class track_writer {
         .varint(clock_timestamp, static_cast<std::uint64_t>(last_))
         .varint(clock_is_incremental, 1);
     monotonic.varint(clock_id, builtin_clock_monotonic).varint(clock_timestamp, static_cast<std::uint64_t>(last_));
-    snapshot.nested(snapshot_clocks, incremental)
-        .nested(snapshot_clocks, monotonic)
-        .varint(snapshot_primary_trace_clock, builtin_clock_monotonic);
+    snapshot.nested(snapshot_clocks, incremental).nested(snapshot_clocks, monotonic);
+    if (data_.base_time_ns != 0) {
+      // The wall clock at the same instant (JSON's baseTimeNanoseconds): what lines up the
+      // traces of several ranks or hosts.
+      proto::message realtime;
+      realtime.varint(clock_id, builtin_clock_realtime)
+          .varint(clock_timestamp, static_cast<std::uint64_t>(last_ + data_.base_time_ns));
+      snapshot.nested(snapshot_clocks, realtime);
+    }
+    snapshot.varint(snapshot_primary_trace_clock, builtin_clock_monotonic);
     packet.varint(packet_sequence_id, sequence_)
         .varint(packet_sequence_flags, seq_incremental_state_cleared)
         .nested(packet_defaults, defaults)

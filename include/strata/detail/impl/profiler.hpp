@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -22,6 +25,7 @@
 #if defined(__linux__)
 #include <pthread.h>
 #endif
+#include <unistd.h>
 
 #include "strata/analysis/key_averages.hpp"
 #include "strata/clock.hpp"
@@ -35,6 +39,7 @@
 #include "strata/schedule.hpp"
 #include "strata/scope.hpp"
 #include "strata/detail/crash_recorder.hpp"
+#include "strata/detail/env_capture.hpp"
 #include "strata/detail/impl/cold_path.hpp"
 #include "strata/detail/intern.hpp"
 #include "strata/detail/record_order.hpp"
@@ -276,6 +281,41 @@ class window_writer {
 
 }  // namespace detail
 
+namespace detail {
+
+/// A rank identity given in the config: a rank below the world size, groups of ranks in it.
+inline void check_distributed(const distributed_info& d) {
+  if (!d.known()) return;
+  if (d.rank >= d.world_size)
+    throw error("profiler_config::distributed.rank " + std::to_string(d.rank) +
+                " is not below world_size " + std::to_string(d.world_size) +
+                ": set world_size to the number of ranks in the job");
+  for (const process_group& g : d.groups)
+    for (int r : g.ranks)
+      if (r < 0 || r >= d.world_size)
+        throw error("profiler_config::distributed.groups: group '" + g.name + "' lists rank " +
+                    std::to_string(r) + ", outside the world of " + std::to_string(d.world_size) + " ranks");
+}
+
+/// Wall-clock nanoseconds at steady_clock nanosecond 0: the smallest of a few bracketed reads,
+/// so that a preemption between the two clocks does not shift every rank's timeline.
+inline std::int64_t wall_minus_steady_ns() noexcept {
+  std::int64_t best_gap = -1, offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::int64_t before = steady_now_ns();
+    const std::int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::int64_t after = steady_now_ns();
+    if (best_gap < 0 || after - before < best_gap) {
+      best_gap = after - before;
+      offset = wall - (before + (after - before) / 2);
+    }
+  }
+  return offset;
+}
+
+}  // namespace detail
+
 struct profiler::session {
   session(profiler& owner, profiler_config config) : owner_(owner), config_(std::move(config)) {
     // Only a flight recorder is sized by buffer_capacity; a lossless session ignores it,
@@ -301,6 +341,9 @@ struct profiler::session {
     cores_ = core_set::parse(config_.capture_cores);
     detail::check_output_dir(config_.output_dir);
     if (config_.process_name.empty()) config_.process_name = detail::program_name();
+    if (!config_.distributed.known())
+      config_.distributed = distributed_from_env([](const char* n) { return std::getenv(n); });
+    detail::check_distributed(config_.distributed);
     clock::select_once();
   }
 
@@ -572,6 +615,8 @@ struct profiler::session {
     recording_data_.overflow = config_.overflow;
     if (config_.overflow == overflow_policy::lossless) recording_data_.memory.limit = config_.memory_limit;
     recording_data_.clock = clock_calibration::begin();
+    recording_data_.base_time_ns = detail::wall_minus_steady_ns();
+    recording_data_.distributed = config_.distributed;
     recording_data_.start_ticks = clock::now();
     if (config_.crash_dump)
       detail::crash_recorder::instance().set_window(recording_data_.clock, recording_data_.start_ticks);
@@ -724,6 +769,33 @@ export_result profiler::snapshot(const std::string& path) { return session_->sna
 const trace_data& profiler::data() { return session_->data(); }
 const profiler_config& profiler::config() const noexcept { return session_->config(); }
 const core_set& profiler::capture_cores() const noexcept { return session_->capture_cores(); }
+
+std::string worker_trace_name(std::string worker, const distributed_info& rank, std::int64_t time_ns,
+                              bool use_gzip) {
+  if (worker.empty()) {
+    if (rank.known()) {
+      worker = "rank" + std::to_string(rank.rank);
+    } else {
+      char host[256] = {};
+      if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+      worker = std::string(host) + "_" + std::to_string(detail::atomic_file::process_id());
+    }
+  }
+  for (char& c : worker)
+    if (c == '/' || c == '\0') c = '_';  // a worker name is one file name, never a path
+  return worker + "." + std::to_string(time_ns) + (use_gzip ? ".pt.trace.json.gz" : ".pt.trace.json");
+}
+
+trace_handler tensorboard_trace_handler(std::string dir, std::string worker, bool use_gzip) {
+  if (dir.empty()) throw error("tensorboard_trace_handler: the directory is empty; name one, such as \"log\"");
+  return [dir = std::move(dir), worker = std::move(worker), use_gzip](profiler& p) {
+    detail::check_output_dir(dir);
+    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::string name = worker_trace_name(worker, p.config().distributed, now, use_gzip);
+    p.export_chrome_trace((std::filesystem::path(dir) / name).string());
+  };
+}
 
 namespace detail {
 
