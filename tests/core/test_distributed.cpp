@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "strata/profiler.hpp"
@@ -32,9 +34,20 @@ TEST_CASE("distributed: a rank's trace carries Kineto's distributedInfo") {
   strata_test::temp_dir dir;
   SUBCASE("the default group of every rank, as torch describes it") {
     const std::string json = json_of_session(dir, {.rank = 1, .local_rank = 1, .world_size = 3, .backend = "ccom"});
-    CHECK(json.find("\"distributedInfo\":{\"backend\":\"ccom\",\"rank\":1,\"world_size\":3,\"local_rank\":1,"
+    CHECK(json.find("\"distributedInfo\":{\"backend\":\"ccom\",\"rank\": 1,\"world_size\":3,\"local_rank\":1,"
                     "\"pg_count\":1,\"pg_config\":[{\"pg_name\":\"0\",\"pg_desc\":\"default_pg\","
                     "\"backend_config\":\"ccom\",\"pg_size\":3,\"ranks\":[0,1,2]}]}") != std::string::npos);
+  }
+  SUBCASE("HTA finds the rank: its pattern on the file's lines matches the rank's") {
+    // What HTA's trace_file.py does to tell a trace's rank (a file it cannot match is rank 0).
+    const std::string json = json_of_session(dir, {.rank = 5, .world_size = 8});
+    const std::regex hta_rank(R"re("rank":\s+(\d+))re");
+    std::istringstream lines(json);
+    std::string line, found;
+    std::smatch m;
+    while (found.empty() && std::getline(lines, line))
+      if (std::regex_search(line, m, hta_rank)) found = m[1];
+    CHECK(found == "5");
   }
   SUBCASE("configured groups, names escaped") {
     const std::string json = json_of_session(
@@ -112,7 +125,7 @@ TEST_CASE("distributed: tensorboard_trace_handler names files as torch does") {
     CHECK(f.starts_with("rank0."));
     CHECK(f.ends_with(".pt.trace.json"));
     const std::string json = strata_test::read_file(log / f);
-    CHECK(json.find("\"rank\":0,\"world_size\":2") != std::string::npos);
+    CHECK(json.find("\"rank\": 0,\"world_size\":2") != std::string::npos);
   }
   CHECK_THROWS_WITH_AS(strata::tensorboard_trace_handler(""), doctest::Contains("the directory is empty"),
                        strata::error);

@@ -383,14 +383,16 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
 
 namespace detail {
 
-/// `,"distributedInfo":{...}` as Kineto writes it: backend, rank, world_size, pg_count and
+/// `,"distributedInfo":{...}` on one line, as Kineto writes it: backend, rank, world_size, pg_count and
 /// pg_config (torch's default group of every rank when `d.groups` is empty), plus local_rank.
 template <class Buffer>
 void append_distributed_info(Buffer& out, const distributed_info& d) {
   auto it = std::back_inserter(out);
   fmt::format_to(it, ",\n\"distributedInfo\":{{\"backend\":");
   append_json_string(out, d.backend);
-  fmt::format_to(it, ",\"rank\":{},\"world_size\":{}", d.rank, d.world_size);
+  // `"rank": R` with the space Kineto writes: HTA finds a file's rank with the pattern
+  // `"rank":\s+(\d+)` on the file's lines, and reads a file without a match as rank 0.
+  fmt::format_to(it, ",\"rank\": {},\"world_size\":{}", d.rank, d.world_size);
   if (d.local_rank >= 0) fmt::format_to(it, ",\"local_rank\":{}", d.local_rank);
   const auto group = [&](std::string_view name, std::string_view desc, std::string_view config,
                          const auto& ranks, std::size_t size) {
