@@ -100,10 +100,16 @@ TEST_CASE("stacks: recursion collapse and the parent rule of key_averages") {
         std::vector<std::string>{"f 8", "f;g 1", "f;g;k 1", "h 2", "p 3"});
 }
 
-TEST_CASE("stacks: steps are no frames") {
+TEST_CASE("stacks: a session's steps are no frames; torch's ProfilerStep#N frames fold into ProfilerStep*") {
   std::vector<op_event> e = {ev(layer::framework, "ProfilerStep#1", 0, 10000, 9), ev(layer::framework, "op", 1000, 3000, 1)};
   e[0].steps_of = 1;
   CHECK(lines_of(strata::stacks(e, "self_cpu_time_total")) == std::vector<std::string>{"op 2"});
+  // torch's steps are ordinary events on the thread's track, parents of its ops.
+  const std::vector<op_event> torch = {
+      ev(layer::framework, "ProfilerStep#1", 0, 10000, 1), ev(layer::framework, "op", 1000, 3000, 1),
+      ev(layer::framework, "ProfilerStep#2", 10000, 15000, 1), ev(layer::framework, "op", 11000, 15000, 1)};
+  CHECK(lines_of(strata::stacks(torch, "self_cpu_time_total")) ==
+        std::vector<std::string>{"ProfilerStep* 9", "ProfilerStep*;op 6"});
 }
 
 TEST_CASE("stacks: unknown metrics are refused with the accepted names") {
@@ -218,5 +224,24 @@ TEST_CASE("stacks: a saved strata trace gives the session's own lines") {
   const auto saved = strata::report::read_trace(dir / "trace.json");
   for (const char* metric : {"self_cpu_time_total", "self_device_time_total"})
     CHECK(strata::stacks(std::span<const op_event>(saved.events), metric).lines == strata::stacks(data, metric).lines);
+}
+#endif
+
+#if defined(STRATA_TEST_HAS_READER) && defined(STRATA_TEST_DATA)
+TEST_CASE("stacks: torch's own trace gives torch's own per-event self CPU times under torch's nesting") {
+  // tests/data/torch/make_stacks_fixture.py: torch 1.13.1's events, their int(self_cpu_time_total)
+  // summed per path of torch's own cpu_parent chain; and torch's export_stacks of the same run.
+  const std::filesystem::path data = STRATA_TEST_DATA;
+  const auto saved = strata::report::read_trace(data / "torch" / "stacks.json");
+  const auto s = strata::stacks(std::span<const op_event>(saved.events), "self_cpu_time_total");
+  CHECK(s.text() == read_file(data / "torch" / "stacks.self_cpu_time_total.folded"));
+  // torch's export_stacks has Python frames instead of op names, one line per event: the same
+  // time in all.
+  std::uint64_t ours = 0, torchs = 0;
+  for (const auto& l : s.lines) ours += l.value_us;
+  for (const std::string& line : lines_with(read_file(data / "torch" / "stacks.torch_export_stacks.txt"), " "))
+    torchs += std::stoull(line.substr(line.rfind(' ') + 1));
+  CHECK(ours == torchs);
+  CHECK(ours == 1353);
 }
 #endif

@@ -213,7 +213,7 @@ inline collapsed_stacks build_stacks(std::span<const stack_event> ev, stack_metr
     if (ev[i].device || !nodes[i].alive) continue;
     const std::size_t p = nodes[i].parent;
     nodes[i].depth = p == npos ? 0 : nodes[p].depth + 1;
-    nodes[i].path = path_of(p == npos ? no_path : nodes[p].path, ev[i].name);
+    nodes[i].path = path_of(p == npos ? no_path : nodes[p].path, row_name(ev[i].name));
     if (metric != stack_metric::self_cpu_time_total) continue;
     std::int64_t self = ev[i].end - ev[i].begin;
     for (std::size_t c : nodes[i].children) self -= ev[c].end - ev[c].begin;
@@ -282,7 +282,8 @@ inline collapsed_stacks build_stacks(std::span<const stack_event> ev, stack_metr
 
 /// Collapsed stacks of `events` for `metric` (see `stack_metric_named`): one line per distinct
 /// path of nested host events, per track, and for the device metric one per device event's
-/// path under the call that launched it. Steps (`steps_of` set) are no frames. Raises
+/// path under the call that launched it. Steps (`steps_of` set) are no frames; a frame named
+/// `ProfilerStep#N` (torch's steps, which its ops nest in) is `ProfilerStep*`, as in the table. Raises
 /// `strata::error` for an unknown metric.
 ///
 /// **Example**
