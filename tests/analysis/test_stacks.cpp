@@ -13,6 +13,7 @@
 #include "strata/analysis/stacks.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/profiler.hpp"
+#include "strata/strata.h"
 #include "strata/strata.hpp"
 
 #if __has_include("report/trace_reader.hpp")
@@ -214,6 +215,31 @@ TEST_CASE("stacks: profiler::export_stacks of a real session") {
   CHECK(text.find("aten::mm;") == std::string::npos);
   CHECK(!std::filesystem::exists(dir / "x.folded"));
   CHECK(!std::filesystem::exists(dir / "early.folded"));
+}
+
+TEST_CASE("stacks: strata_export_stacks, the C API's export") {
+  const temp_dir dir;
+  const std::string output = (dir / "trace.json").string();
+  strata_config c = STRATA_CONFIG_INIT;
+  c.output = output.c_str();
+  REQUIRE(strata_start_ex(&c) == STRATA_OK);
+  const std::string path = (dir / "c.folded").string();
+  CHECK(strata_export_stacks(path.c_str(), nullptr) == STRATA_ERROR_RUNNING);
+  strata_push("outer");
+  strata_push("inner");
+  volatile double x = 0;
+  for (int k = 0; k < 20000; ++k) x = x + k;
+  strata_pop();
+  strata_pop();
+  REQUIRE(strata_stop() == STRATA_OK);
+  CHECK(strata_export_stacks(path.c_str(), "self_gpu_time_total") == STRATA_ERROR_CONFIG);
+  CHECK(strata_export_stacks(nullptr, nullptr) == STRATA_ERROR_CONFIG);
+  CHECK(strata_export_stacks((dir / "no" / "c.folded").string().c_str(), nullptr) == STRATA_ERROR_EXPORT);
+  CHECK(entries(dir.path()).empty());
+  REQUIRE(strata_export_stacks(path.c_str(), "self_cpu_time_total") == STRATA_OK);
+  CHECK(lines_with(read_file(path), "outer;inner ").size() == 1);
+  CHECK(strata_export_stacks(path.c_str(), "self_device_time_total") == STRATA_OK);
+  CHECK(read_file(path).empty());  // no device records: no line
 }
 
 #if defined(STRATA_TEST_HAS_READER)
