@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +139,42 @@ TEST_CASE("stacks: frame names that would break the format are escaped") {
 
   const std::vector<op_event> e = {ev(layer::framework, "outer;x", 0, 5000, 1), ev(layer::framework, "step 3", 1000, 3000, 1)};
   CHECK(strata::stacks(e, "self_cpu_time_total").text() == "outer\\x3bx 3\nouter\\x3bx;step_3 2\n");
+}
+
+TEST_CASE("stacks: every microsecond of key_averages' self times is on one line, per leaf name") {
+  // Random trees on three tracks (children inside their parent, siblings apart; equal
+  // intervals and shared ends among them), whole microseconds, correlation ids on ops and
+  // runtime calls with kernels: the lines ending in a frame sum to that name's self time in
+  // the table. (Partly overlapping siblings can give a parent a negative self time, which
+  // no line can hold: docs/key-averages.md#flame-graphs.)
+  std::mt19937 rng(7);
+  std::vector<op_event> e;
+  const auto grow = [&](auto& self, std::int64_t b, std::int64_t end, std::uint64_t track, int depth) -> void {
+    const auto l = rng() % 4 == 0 ? layer::runtime : layer::framework;
+    e.push_back(ev(l, "op" + std::to_string(rng() % 4), b * 1000, end * 1000, track, rng() % 3 == 0 ? 1 + rng() % 30 : 0));
+    if (depth == 0) return;
+    for (std::int64_t at = b; at < end;) {
+      const std::int64_t len = std::min<std::int64_t>(end - at, 1 + static_cast<std::int64_t>(rng() % 20));
+      if (rng() % 3 != 0) self(self, at, at + len, track, depth - 1);
+      at += len + static_cast<std::int64_t>(rng() % 3);
+    }
+  };
+  for (std::uint64_t track = 0; track < 3; ++track)
+    for (std::int64_t at = 0; at < 300; at += 60) grow(grow, at, at + 50, track, 3);
+  for (std::uint64_t c = 1; c <= 30; ++c)
+    e.push_back(ev(layer::device, "k" + std::to_string(c % 3), 0, static_cast<std::int64_t>(c) * 1000, 50, c));
+  const auto table = strata::key_averages(e);
+  for (const auto& [metric, device] : {std::pair{"self_cpu_time_total", false}, std::pair{"self_device_time_total", true}}) {
+    std::map<std::string, std::int64_t> by_leaf;
+    for (const auto& l : strata::stacks(e, metric).lines)
+      by_leaf[l.stack.substr(l.stack.rfind(';') + 1)] += static_cast<std::int64_t>(l.value_us) * 1000;
+    std::map<std::string, std::int64_t> want;
+    for (const auto& r : table.rows) {
+      const std::int64_t v = device ? (r.is_device ? r.self_device_ns : 0) : r.self_cpu_ns;
+      if (v != 0) want[r.name] += v;
+    }
+    CHECK(by_leaf == want);
+  }
 }
 
 namespace {

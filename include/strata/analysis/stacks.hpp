@@ -131,152 +131,190 @@ inline std::string escape_stack_frame(std::string_view name) {
 
 namespace detail {
 
-/// An interval as the stacks need it; names point into the caller's events or sites.
-struct stack_event {
-  std::string_view name;
-  bool device = false;
-  std::uint64_t track = 0;
-  std::int64_t begin = 0, end = 0;  // end >= begin
-  std::uint64_t correlation_id = 0;
-};
+/// Builds collapsed stacks track by track, one top-level tree at a time (memory holds one
+/// tree, the paths and the device events, never a whole session's events), with the rules
+/// of docs/key-averages.md#flame-graphs: host events nest per track by containment with
+/// key_averages()'s parent rule and recursion collapse; a device event goes under the deepest
+/// host event of its correlation id inside that id's first host event.
+class stack_builder {
+ public:
+  /// A host event of the track being read; `tie` orders events of equal interval (the
+  /// position key_averages() would give them), over all tracks.
+  struct host_event {
+    std::int64_t begin, end;  // end >= begin
+    std::uint32_t name;
+    std::uint64_t correlation_id;
+    std::uint64_t tie;
+  };
 
-/// The stacks of `events` (docs/key-averages.md#flame-graphs): host events nest per track by
-/// containment with key_averages()'s parent rule and recursion collapse; a device event goes
-/// under the deepest host event of its correlation id inside that id's first host event.
-inline collapsed_stacks build_stacks(std::span<const stack_event> ev, stack_metric metric) {
-  constexpr std::size_t npos = static_cast<std::size_t>(-1);
-  constexpr std::uint32_t no_path = static_cast<std::uint32_t>(-1);
-  const std::size_t n = ev.size();
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (ev[a].begin != ev[b].begin) return ev[a].begin < ev[b].begin;
-    return ev[a].end > ev[b].end;
-  });
+  std::uint32_t name_id(std::string_view name) {
+    const auto [it, fresh] = name_ids_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (fresh) names_.push_back(name);
+    return it->second;
+  }
+
+  /// Host events of one track come in (begin ascending, end descending, tie) order.
+  void add(const host_event& e) {
+    while (!open_.empty() && (e.begin >= tree_[open_.back()].e.end || e.end > tree_[open_.back()].e.end))
+      open_.pop_back();
+    if (open_.empty() && !tree_.empty()) finish_tree();
+    const std::uint32_t parent = open_.empty() ? none : open_.back();
+    if (parent != none) ++tree_[parent].children;
+    open_.push_back(static_cast<std::uint32_t>(tree_.size()));
+    tree_.push_back({e, parent, 0, none, 0, none});
+  }
+
+  /// The track's last tree; the next add() starts another track.
+  void end_track() {
+    if (!tree_.empty()) finish_tree();
+    open_.clear();
+  }
+
+  void add_device(std::uint32_t name, std::uint64_t correlation_id, std::int64_t ns) {
+    device_.push_back({name, correlation_id, ns});
+  }
+
+  collapsed_stacks finish(stack_metric metric) {
+    end_track();
+    const bool cpu = metric == stack_metric::self_cpu_time_total;
+    if (!cpu) {
+      for (const device_event& d : device_) {
+        std::uint32_t parent = none;
+        if (d.correlation_id != 0)
+          if (const auto it = ids_.find(d.correlation_id); it != ids_.end()) parent = it->second.anchor_path;
+        paths_[path_of(parent, d.name)].device_ns += d.ns;
+      }
+    }
+    std::vector<std::string> frames(names_.size());
+    std::vector<bool> framed(names_.size(), false);
+    collapsed_stacks out;
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t p = 0; p < paths_.size(); ++p) {
+      const std::int64_t ns = cpu ? paths_[p].cpu_ns : paths_[p].device_ns;
+      if (ns < 1000) continue;  // zero microseconds (or less): no line
+      chain.clear();
+      for (std::uint32_t a = p; a != none; a = paths_[a].parent) chain.push_back(paths_[a].name);
+      stack_line line;
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        if (!framed[*it]) {
+          frames[*it] = escape_stack_frame(row_name(names_[*it]));
+          framed[*it] = true;
+        }
+        if (!line.stack.empty()) line.stack += ';';
+        line.stack += frames[*it];
+      }
+      line.value_us = static_cast<std::uint64_t>(ns / 1000);
+      out.lines.push_back(std::move(line));
+    }
+    // Paths that print alike (`ProfilerStep#1` and `#2` both as `ProfilerStep*`; `x 1` and
+    // `x_1`) are one line.
+    std::sort(out.lines.begin(), out.lines.end(),
+              [](const stack_line& a, const stack_line& b) { return a.stack < b.stack; });
+    std::vector<stack_line> merged;
+    for (stack_line& l : out.lines) {
+      if (!merged.empty() && merged.back().stack == l.stack)
+        merged.back().value_us += l.value_us;
+      else
+        merged.push_back(std::move(l));
+    }
+    out.lines = std::move(merged);
+    return out;
+  }
+
+ private:
+  static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
 
   struct node {
-    std::size_t parent = static_cast<std::size_t>(-1);
-    std::vector<std::size_t> children;
-    std::size_t depth = 0;
-    std::uint32_t path = static_cast<std::uint32_t>(-1);
-    bool alive = true;
+    host_event e;
+    std::uint32_t parent;    // by containment
+    std::uint32_t children;  // by containment
+    std::uint32_t survivor;  // itself when alive, else the event it merged into
+    std::uint32_t depth;     // among alive events
+    std::uint32_t path;
   };
-  std::vector<node> nodes(n);
-  {
-    std::unordered_map<std::uint64_t, std::vector<std::size_t>> open;
-    for (std::size_t i : order) {
-      if (ev[i].device) continue;
-      auto& stack = open[ev[i].track];
-      while (!stack.empty() && (ev[i].begin >= ev[stack.back()].end || ev[i].end > ev[stack.back()].end))
-        stack.pop_back();
-      if (!stack.empty()) {
-        nodes[i].parent = stack.back();
-        nodes[stack.back()].children.push_back(i);
-      }
-      stack.push_back(i);
-    }
-  }
-  // key_averages()'s recursion collapse: an only child of a same-named parent merges into it.
-  std::vector<std::size_t> absorbed_by(n, npos);
-  for (std::size_t i : order) {
-    const std::size_t p = nodes[i].parent;
-    if (p == npos || nodes[p].children.size() != 1 || ev[p].name != ev[i].name) continue;
-    nodes[i].alive = false;
-    absorbed_by[i] = p;
-    nodes[p].children = std::move(nodes[i].children);
-    for (std::size_t c : nodes[p].children) nodes[c].parent = p;
-  }
-  const auto survivor = [&](std::size_t i) {
-    while (absorbed_by[i] != npos) i = absorbed_by[i];
-    return i;
-  };
-
-  // Paths interned as (parent path, frame name), so a path's text is built once, at the end.
-  std::unordered_map<std::string_view, std::uint32_t> name_ids;
-  std::vector<std::string_view> names;
   struct path_node {
     std::uint32_t parent, name;
+    std::int64_t cpu_ns = 0, device_ns = 0;
+    std::uint32_t last_name = none, last_child = none;  // the last lookup under this path
+  };
+  struct device_event {
+    std::uint32_t name;
+    std::uint64_t correlation_id;
     std::int64_t ns;
   };
-  std::vector<path_node> paths;
-  std::unordered_map<std::uint64_t, std::uint32_t> path_ids;
-  const auto path_of = [&](std::uint32_t parent, std::string_view name) {
-    const auto [nit, new_name] = name_ids.try_emplace(name, static_cast<std::uint32_t>(names.size()));
-    if (new_name) names.push_back(name);
-    const std::uint64_t key = (std::uint64_t{parent + 1u} << 32) | nit->second;
-    const auto [pit, fresh] = path_ids.try_emplace(key, static_cast<std::uint32_t>(paths.size()));
-    if (fresh) paths.push_back({parent, nit->second, 0});
-    return pit->second;
+  /// Per correlation id: its first host event (over all tracks) and where its kernels go.
+  struct correlation {
+    std::int64_t begin = 0, end = 0;
+    std::uint64_t tie = 0;
+    std::uint64_t tree = 0;      // the tree of the first event
+    std::uint32_t first = none;  // the first event's survivor, in that tree
+    std::uint32_t anchor_path = none, anchor_depth = 0;
   };
 
-  for (std::size_t i : order) {
-    if (ev[i].device || !nodes[i].alive) continue;
-    const std::size_t p = nodes[i].parent;
-    nodes[i].depth = p == npos ? 0 : nodes[p].depth + 1;
-    nodes[i].path = path_of(p == npos ? no_path : nodes[p].path, row_name(ev[i].name));
-    if (metric != stack_metric::self_cpu_time_total) continue;
-    std::int64_t self = ev[i].end - ev[i].begin;
-    for (std::size_t c : nodes[i].children) self -= ev[c].end - ev[c].begin;
-    paths[nodes[i].path].ns += self;
+  std::uint32_t path_of(std::uint32_t parent, std::uint32_t name) {
+    std::uint32_t& last_name = parent == none ? root_last_name_ : paths_[parent].last_name;
+    std::uint32_t& last_child = parent == none ? root_last_child_ : paths_[parent].last_child;
+    if (last_name == name) return last_child;
+    const std::uint64_t key = (std::uint64_t{parent + 1u} << 32) | name;
+    const auto [it, fresh] = path_ids_.try_emplace(key, static_cast<std::uint32_t>(paths_.size()));
+    if (fresh) paths_.push_back({parent, name});
+    // paths_ may have moved: look the cache up again.
+    (parent == none ? root_last_name_ : paths_[parent].last_name) = name;
+    (parent == none ? root_last_child_ : paths_[parent].last_child) = it->second;
+    return it->second;
   }
 
-  if (metric == stack_metric::self_device_time_total) {
-    // Per correlation id: its first host event, and the deepest one inside it (first of equals).
-    std::unordered_map<std::uint64_t, std::pair<std::size_t, std::size_t>> anchor;
-    for (std::size_t i : order) {
-      const std::uint64_t c = ev[i].correlation_id;
-      if (c == 0 || ev[i].device) continue;
-      const std::size_t s = survivor(i);
-      const auto [it, fresh] = anchor.try_emplace(c, s, s);
-      if (fresh) continue;
-      bool inside = false;
-      for (std::size_t a = s; a != npos && !inside; a = nodes[a].parent) inside = a == it->second.first;
-      if (inside && nodes[s].depth > nodes[it->second.second].depth) it->second.second = s;
-    }
-    for (std::size_t i : order) {
-      if (!ev[i].device) continue;
-      std::uint32_t parent = no_path;
-      if (ev[i].correlation_id != 0)
-        if (const auto it = anchor.find(ev[i].correlation_id); it != anchor.end())
-          parent = nodes[it->second.second].path;
-      paths[path_of(parent, ev[i].name)].ns += ev[i].end - ev[i].begin;
-    }
-  }
-
-  std::vector<std::string> escaped(names.size());
-  std::vector<bool> escaped_done(names.size(), false);
-  collapsed_stacks out;
-  std::vector<std::uint32_t> chain;
-  for (std::uint32_t p = 0; p < paths.size(); ++p) {
-    if (paths[p].ns < 1000) continue;  // zero microseconds (or less): no line
-    chain.clear();
-    for (std::uint32_t a = p; a != no_path; a = paths[a].parent) chain.push_back(paths[a].name);
-    stack_line line;
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      if (!escaped_done[*it]) {
-        escaped[*it] = escape_stack_frame(names[*it]);
-        escaped_done[*it] = true;
+  void finish_tree() {
+    for (std::uint32_t i = 0; i < tree_.size(); ++i) {
+      node& n = tree_[i];
+      const std::uint32_t p = n.parent;
+      const bool alive = p == none || tree_[p].children != 1 || tree_[p].e.name != n.e.name;
+      if (!alive) {
+        n.survivor = tree_[p].survivor;
+        continue;
       }
-      if (!line.stack.empty()) line.stack += ';';
-      line.stack += escaped[*it];
+      n.survivor = i;
+      const std::uint32_t fp = p == none ? none : tree_[p].survivor;  // the final parent
+      n.depth = fp == none ? 0 : tree_[fp].depth + 1;
+      n.path = path_of(fp == none ? none : tree_[fp].path, n.e.name);
+      const std::int64_t d = n.e.end - n.e.begin;
+      paths_[n.path].cpu_ns += d;
+      if (fp != none) paths_[tree_[fp].path].cpu_ns -= d;
     }
-    line.value_us = static_cast<std::uint64_t>(paths[p].ns / 1000);
-    out.lines.push_back(std::move(line));
+    for (std::uint32_t i = 0; i < tree_.size(); ++i) {
+      const host_event& e = tree_[i].e;
+      if (e.correlation_id == 0) continue;
+      const std::uint32_t s = tree_[i].survivor;
+      auto [it, fresh] = ids_.try_emplace(e.correlation_id);
+      correlation& k = it->second;
+      const bool earlier = fresh || e.begin < k.begin || (e.begin == k.begin && (e.end > k.end || (e.end == k.end && e.tie < k.tie)));
+      if (earlier) {
+        k = {e.begin, e.end, e.tie, tree_number_, s, tree_[s].path, tree_[s].depth};
+        continue;
+      }
+      if (k.tree != tree_number_) continue;
+      bool inside = false;
+      for (std::uint32_t a = s; a != none && !inside; a = tree_[a].parent) inside = a == k.first;
+      if (inside && tree_[s].depth > k.anchor_depth) {
+        k.anchor_path = tree_[s].path;
+        k.anchor_depth = tree_[s].depth;
+      }
+    }
+    tree_.clear();
+    ++tree_number_;
   }
-  // Two paths can escape to the same text (`a;b` and `a\x3bb` never do; `x 1` and `x_1` do):
-  // sorted, equal stacks are merged.
-  std::sort(out.lines.begin(), out.lines.end(),
-            [](const stack_line& a, const stack_line& b) { return a.stack < b.stack; });
-  std::vector<stack_line> merged;
-  for (stack_line& l : out.lines) {
-    if (!merged.empty() && merged.back().stack == l.stack)
-      merged.back().value_us += l.value_us;
-    else
-      merged.push_back(std::move(l));
-  }
-  out.lines = std::move(merged);
-  return out;
-}
+
+  std::unordered_map<std::string_view, std::uint32_t> name_ids_;
+  std::vector<std::string_view> names_;
+  std::vector<path_node> paths_;
+  std::unordered_map<std::uint64_t, std::uint32_t> path_ids_;
+  std::uint32_t root_last_name_ = none, root_last_child_ = none;
+  std::vector<node> tree_;
+  std::vector<std::uint32_t> open_;
+  std::uint64_t tree_number_ = 0;
+  std::unordered_map<std::uint64_t, correlation> ids_;
+  std::vector<device_event> device_;
+};
 
 }  // namespace detail
 
@@ -296,14 +334,28 @@ inline collapsed_stacks build_stacks(std::span<const stack_event> ev, stack_metr
 /// ```
 inline collapsed_stacks stacks(std::span<const op_event> events, std::string_view metric) {
   const stack_metric m = stack_metric_named(metric);
-  std::vector<detail::stack_event> ev;
-  ev.reserve(events.size());
-  for (const op_event& e : events) {
-    const bool device = e.layer == layer::device;
-    if (e.steps_of != op_event::not_a_step && !device) continue;
-    ev.push_back({e.name, device, e.track, e.begin_ns, std::max(e.begin_ns, e.end_ns), e.correlation_id});
+  detail::stack_builder b;
+  std::vector<std::size_t> host;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const op_event& e = events[i];
+    if (e.layer == layer::device)
+      b.add_device(b.name_id(e.name), e.correlation_id, detail::duration(e));
+    else if (e.steps_of == op_event::not_a_step)
+      host.push_back(i);
   }
-  return detail::build_stacks(ev, m);
+  const auto end_of = [&](std::size_t i) { return std::max(events[i].begin_ns, events[i].end_ns); };
+  std::sort(host.begin(), host.end(), [&](std::size_t a, std::size_t b) {
+    if (events[a].track != events[b].track) return events[a].track < events[b].track;
+    if (events[a].begin_ns != events[b].begin_ns) return events[a].begin_ns < events[b].begin_ns;
+    if (end_of(a) != end_of(b)) return end_of(a) > end_of(b);
+    return a < b;
+  });
+  for (std::size_t k = 0; k < host.size(); ++k) {
+    const op_event& e = events[host[k]];
+    if (k > 0 && events[host[k - 1]].track != e.track) b.end_track();
+    b.add({e.begin_ns, end_of(host[k]), b.name_id(e.name), e.correlation_id, host[k]});
+  }
+  return b.finish(m);
 }
 
 /// Collapsed stacks of a stopped session's scope records, as `key_averages(data)` reads them:
@@ -311,28 +363,74 @@ inline collapsed_stacks stacks(std::span<const op_event> events, std::string_vie
 /// id; steps tracks are left out. Spilled tracks are read back one at a time.
 inline collapsed_stacks stacks(const trace_data& data, std::string_view metric) {
   const stack_metric m = stack_metric_named(metric);
-  std::vector<detail::stack_event> ev;
-  std::size_t total = 0;
-  for (const thread_track& t : data.threads) total += t.steps ? 0 : t.record_count();
-  ev.reserve(total);
+  detail::stack_builder b;
+  std::unordered_map<const site*, std::uint32_t> site_names;
+  const site* last_site = nullptr;
+  std::uint32_t last_name = 0;
+  const auto name_of = [&](const site* s) {
+    if (s != last_site) {
+      const auto [it, fresh] = site_names.try_emplace(s, 0);
+      if (fresh) it->second = b.name_id(s->name);
+      last_site = s;
+      last_name = it->second;
+    }
+    return last_name;
+  };
   std::vector<record> spilled;
+  std::vector<detail::stack_builder::host_event> unsorted;
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     const thread_track& track = data.threads[t];
     if (track.steps) continue;
     std::span<const record> records = track.records;
     if (!track.spilled.empty()) {
-      std::vector<record>().swap(spilled);
+      std::vector<record>().swap(spilled);  // the previous spilled track's memory goes first
       detail::read_track_into(data, track, spilled);
       records = spilled;
     }
+    const auto is_scope = [](const record& r) { return r.site->kind == record_kind::scope && r.site->category == nullptr; };
+    // Host records are in order on almost every track (a collected session sorts them); a
+    // track that is not is sorted on its own.
+    bool in_order = true;
+    std::int64_t last_begin = 0, last_end = 0;
+    bool first = true;
     for (const record& r : records) {
-      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
-      const std::int64_t begin = data.ns_of(track, r.begin);
-      ev.push_back({std::string_view(r.site->name), r.site->layer == layer::device, t, begin,
-                    std::max(begin, data.ns_of(track, r.end)), r.payload});
+      if (!is_scope(r) || r.site->layer == layer::device) continue;
+      const std::int64_t begin = data.ns_of(track, r.begin), end = std::max(begin, data.ns_of(track, r.end));
+      if (!first && (begin < last_begin || (begin == last_begin && end > last_end))) {
+        in_order = false;
+        break;
+      }
+      first = false;
+      last_begin = begin;
+      last_end = end;
     }
+    unsorted.clear();
+    const std::uint64_t tie_base = static_cast<std::uint64_t>(t) << 40;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const record& r = records[i];
+      if (!is_scope(r)) continue;
+      const std::int64_t begin = data.ns_of(track, r.begin), end = std::max(begin, data.ns_of(track, r.end));
+      if (r.site->layer == layer::device) {
+        b.add_device(name_of(r.site), r.payload, end - begin);
+        continue;
+      }
+      const detail::stack_builder::host_event e{begin, end, name_of(r.site), r.payload, tie_base + i};
+      if (in_order)
+        b.add(e);
+      else
+        unsorted.push_back(e);
+    }
+    if (!in_order) {
+      std::sort(unsorted.begin(), unsorted.end(), [](const auto& x, const auto& y) {
+        if (x.begin != y.begin) return x.begin < y.begin;
+        if (x.end != y.end) return x.end > y.end;
+        return x.tie < y.tie;
+      });
+      for (const auto& e : unsorted) b.add(e);
+    }
+    b.end_track();
   }
-  return detail::build_stacks(ev, m);
+  return b.finish(m);
 }
 
 /// Writes `s.text()` to `path` atomically (a temporary file renamed into place: a failed
