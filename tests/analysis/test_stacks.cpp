@@ -303,7 +303,7 @@ TEST_CASE("stacks: torch's own trace gives torch's own per-event self CPU times 
   // time in all.
   std::uint64_t ours = 0, torchs = 0;
   for (const auto& l : s.lines) ours += l.value_us;
-  for (const std::string& line : lines_with(read_file(data / "torch" / "stacks.torch_export_stacks.txt"), " "))
+  for (const std::string& line : lines_with(read_file(data / "torch" / "stacks.torch_export_stacks.folded"), " "))
     torchs += std::stoull(line.substr(line.rfind(' ') + 1));
   CHECK(ours == torchs);
   CHECK(ours == 1353);

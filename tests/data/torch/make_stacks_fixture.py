@@ -10,7 +10,7 @@ A Linear-GELU-Linear block run twice inside record_function("block"), profiled w
 with_stack=True. It writes
 
 - stacks.json: prof.export_chrome_trace();
-- stacks.torch_export_stacks.txt: torch's own prof.export_stacks(path, "self_cpu_time_total"),
+- stacks.torch_export_stacks.folded: torch's own prof.export_stacks(path, "self_cpu_time_total"),
   whose frames are the Python source frames that called each op (file(line):_function,
   outermost first; the op itself is not a frame), one line per op event, unsorted and unmerged;
 - stacks.self_cpu_time_total.folded: the same per-event values, int(evt.self_cpu_time_total)
@@ -37,7 +37,7 @@ def main(out_dir):
             for _ in range(2):
                 block(x)
     prof.export_chrome_trace(os.path.join(out_dir, "stacks.json"))
-    prof.export_stacks(os.path.join(out_dir, "stacks.torch_export_stacks.txt"), "self_cpu_time_total")
+    prof.export_stacks(os.path.join(out_dir, "stacks.torch_export_stacks.folded"), "self_cpu_time_total")
     sums = defaultdict(int)
     for evt in prof.events():
         names = []
