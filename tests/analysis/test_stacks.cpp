@@ -280,6 +280,38 @@ TEST_CASE("stacks: strata_export_stacks, the C API's export") {
   CHECK(read_file(path).empty());  // no device records: no line
 }
 
+TEST_CASE("stacks: a real session's kernels under op;runtime call;kernel, exact device time") {
+  // Two threads each dispatch aten::mm three times (a framework scope with a fresh correlation
+  // id, holding a runtime submit with the same id), and each submission's kernel is appended
+  // to a device track: 2 + 3 µs per kernel pair, so 6 pairs give exactly 30 µs.
+  static constexpr strata::site mm{"aten::mm", __FILE__, __LINE__, layer::framework, strata::record_kind::scope};
+  static constexpr strata::site submit{"nrt::submit", __FILE__, __LINE__, layer::runtime, strata::record_kind::scope};
+  static constexpr strata::site forward{"forward", __FILE__, __LINE__, layer::framework, strata::record_kind::scope};
+  const temp_dir dir;
+  strata::profiler prof(config_in(dir));
+  prof.start();
+  const strata::site* kernel = strata::intern(layer::device, "tensor_matmul");
+  const auto run = [&](std::uint32_t engine) {
+    strata::scope f{&forward};
+    for (int i = 0; i < 3; ++i) {
+      const std::uint64_t id = strata::new_correlation_id();
+      strata::scope op{&mm, id};
+      strata::scope call{&submit, id};
+      const auto t = static_cast<std::uint64_t>(strata::clock::steady_ns());
+      const strata::record k[] = {{t + 100, t + 2100, kernel, id}, {t + 3000, t + 6000, kernel, id}};
+      strata::append_device_records({.core = 0, .core_name = "NeuronCore 0", .track = engine, .track_name = "Tensor"}, k);
+    }
+  };
+  std::thread other(run, 1u);
+  run(0u);
+  other.join();
+  prof.stop();
+  const auto r = prof.export_stacks((dir / "device.folded").string(), "self_device_time_total");
+  CHECK(read_file(r.path) == "forward;aten::mm;nrt::submit;tensor_matmul 30\n");
+  const auto cpu = strata::stacks(prof.data(), "self_cpu_time_total");
+  for (const auto& l : cpu.lines) CHECK(l.stack.find("tensor_matmul") == std::string::npos);
+}
+
 #if defined(STRATA_TEST_HAS_READER)
 TEST_CASE("stacks: a saved strata trace gives the session's own lines") {
   const temp_dir dir;
