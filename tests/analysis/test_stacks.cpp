@@ -1,7 +1,7 @@
 // Collapsed stacks (strata/analysis/stacks.hpp): paths by containment per track, device kernels
 // under the call that launched them, exact microseconds, escaping, the metric names, the
 // atomic file, profiler::export_stacks and the saved-trace path. Every expected line is worked
-// out by hand from the rules in docs/key-averages.md#flame-graphs.
+// out by hand from the rules in docs/key-averages.md, "Flame graphs".
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -146,7 +146,7 @@ TEST_CASE("stacks: every microsecond of key_averages' self times is on one line,
   // intervals and shared ends among them), whole microseconds, correlation ids on ops and
   // runtime calls with kernels: the lines ending in a frame sum to that name's self time in
   // the table. (Partly overlapping siblings can give a parent a negative self time, which
-  // no line can hold: docs/key-averages.md#flame-graphs.)
+  // no line can hold: docs/key-averages.md, "Flame graphs".)
   std::mt19937 rng(7);
   std::vector<op_event> e;
   const auto grow = [&](auto& self, std::int64_t b, std::int64_t end, std::uint64_t track, int depth) -> void {

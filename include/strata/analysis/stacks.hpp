@@ -1,14 +1,13 @@
 // strata/analysis/stacks.hpp: collapsed stacks for flame graphs (torch.profiler's
 // export_stacks): one line `outer;inner;leaf <µs>` per distinct nesting path, host events
 // nested as key_averages() nests them, device kernels under the call that launched them
-// (rules and escaping: docs/key-averages.md#flame-graphs).
+// (rules and escaping: docs/key-averages.md, "Flame graphs").
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
@@ -133,7 +132,7 @@ namespace detail {
 
 /// Builds collapsed stacks track by track, one top-level tree at a time (memory holds one
 /// tree, the paths and the device events, never a whole session's events), with the rules
-/// of docs/key-averages.md#flame-graphs: host events nest per track by containment with
+/// of docs/key-averages.md ("Flame graphs"): host events nest per track by containment with
 /// key_averages()'s parent rule and recursion collapse; a device event goes under the deepest
 /// host event of its correlation id inside that id's first host event.
 class stack_builder {
