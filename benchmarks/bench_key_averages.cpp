@@ -6,6 +6,8 @@
 // on an op and the runtime call it makes, an instant that key_averages leaves out), and per
 // host thread a device track (timestamps in nanoseconds) whose kernels carry the ids, so
 // device time is attributed. Reported: records per second (items/s) and the number of rows.
+// `stacks` builds collapsed stacks (strata::stacks, both metrics in turn) from the same session,
+// beside key_averages in the same run: records/s and the number of lines.
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "strata/analysis/key_averages.hpp"
+#include "strata/analysis/stacks.hpp"
 #include "strata/device.hpp"
 #include "strata/profiler.hpp"
 
@@ -121,11 +124,34 @@ void key_averages(benchmark::State& state) {
   state.counters["rows"] = static_cast<double>(rows);
 }
 
+void stacks(benchmark::State& state) {
+  const strata::trace_data data = synthetic_session(static_cast<std::uint64_t>(state.range(0)),
+                                                    static_cast<std::uint64_t>(state.range(1)));
+  const std::uint64_t records = data.recorded();
+  const char* metric = state.range(2) == 0 ? "self_cpu_time_total" : "self_device_time_total";
+  std::size_t lines = 0;
+  for (auto _ : state) {
+    const strata::collapsed_stacks result = strata::stacks(data, metric);
+    lines = result.lines.size();
+    benchmark::DoNotOptimize(result.lines.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(records));
+  state.counters["records"] = static_cast<double>(records);
+  state.counters["lines"] = static_cast<double>(lines);
+}
+
 }  // namespace
 
 BENCHMARK(key_averages)
     ->ArgNames({"records", "threads"})
     ->Args({10000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(stacks)
+    ->ArgNames({"records", "threads", "device"})
+    ->Args({10000000, 2, 0})
+    ->Args({10000000, 2, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -4,6 +4,7 @@
 // (docs/key-averages.md).
 //
 // Exit codes: 0 done, 1 a trace could not be read, 2 bad usage.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "strata/analysis/compare.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/analysis/merge_averages.hpp"
+#include "strata/analysis/stacks.hpp"
 #include "strata/crash_dump.hpp"
 #include "strata/error.hpp"
 #include "strata/export/write_trace.hpp"
@@ -33,9 +35,18 @@ constexpr std::string_view usage =
     "                              [--profile-memory] [--with-flops] [--compare OTHER]\n"
     "                              [--jobs N]\n"
     "       strata-report convert DUMP -o TRACE.json\n"
+    "       strata-report stacks TRACE... -o OUT.folded [--metric METRIC]\n"
     "       strata-report --help\n";
 
 constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
+
+constexpr std::string_view stacks_usage =
+    "usage: strata-report stacks TRACE... -o OUT.folded [--metric METRIC]\n"
+    "  writes collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line\n"
+    "  'outer;inner;leaf MICROSECONDS' per nesting path, summed over the TRACEs (strata's or\n"
+    "  torch.profiler's traces, crash dumps); METRIC is self_cpu_time_total (default) or\n"
+    "  self_device_time_total (device kernels under the calls that launched them; also\n"
+    "  self_cuda_time_total)\n";
 
 constexpr std::string_view help =
     "Prints torch.profiler's key_averages() table of saved Chrome trace JSON files: written by\n"
@@ -74,6 +85,10 @@ constexpr std::string_view help =
     "crash_dump on when the process crashed): its records make the table.\n"
     "\n"
     "convert DUMP -o TRACE.json writes the crash dump's records as a Chrome trace.\n"
+    "\n"
+    "stacks TRACE... -o OUT.folded [--metric METRIC] writes collapsed stacks for flame graphs\n"
+    "(flamegraph.pl, speedscope) as torch.profiler's export_stacks; METRIC is\n"
+    "self_cpu_time_total (default) or self_device_time_total.\n"
     "\n"
     "Exit status: 0 done, 1 a trace could not be read, 2 bad usage.\n";
 
@@ -269,6 +284,81 @@ int convert(int argc, char** argv) {
   return 0;
 }
 
+/// `strata-report stacks TRACE... -o OUT [--metric M]`: argv after "stacks". Each file's
+/// stacks (its tracks nest only within it), summed per line.
+int stacks(int argc, char** argv) {
+  std::vector<std::filesystem::path> traces;
+  std::optional<std::string> output;
+  std::string metric = "self_cpu_time_total";
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      out(stacks_usage);
+      return 0;
+    }
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw usage_error{fmt::format("{} needs a value", arg), stacks_usage};
+      return argv[++i];
+    };
+    if (arg == "-o" || arg == "--output") {
+      output = value();
+    } else if (arg.starts_with("--output=")) {
+      output = std::string(arg.substr(9));
+    } else if (arg == "--metric") {
+      metric = value();
+    } else if (arg.starts_with("--metric=")) {
+      metric = std::string(arg.substr(9));
+    } else if (arg.size() > 1 && arg.front() == '-') {
+      throw usage_error{fmt::format("unknown option '{}' for stacks", arg), stacks_usage};
+    } else {
+      traces.emplace_back(arg);
+    }
+  }
+  if (traces.empty()) throw usage_error{"stacks needs a TRACE", stacks_usage};
+  if (!output || output->empty()) throw usage_error{"stacks needs -o OUT.folded", stacks_usage};
+  try {
+    strata::stack_metric_named(metric);  // a bad metric fails before any trace is read
+  } catch (const strata::error& e) {
+    std::string_view m = e.what();
+    if (m.starts_with("strata: ")) m.remove_prefix(8);
+    throw usage_error{std::string(m), stacks_usage};
+  }
+  std::vector<strata::stack_line> all;
+  std::vector<std::filesystem::path> files;
+  for (const auto& t : traces) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(t, ec) && strata::is_crash_dump(t)) {
+      const auto d = strata::read_crash_dump_file(t);
+      const strata::collapsed_stacks s = strata::stacks(d->data, metric);
+      all.insert(all.end(), s.lines.begin(), s.lines.end());
+    } else {
+      files.push_back(t);
+    }
+  }
+  if (!files.empty()) {
+    files = strata::report::trace_files(files);
+    refuse_perfetto(files);
+  }
+  for (const auto& f : files) {
+    const strata::report::saved_trace t = strata::report::read_trace(f);
+    const strata::collapsed_stacks s = strata::stacks(std::span<const strata::op_event>(t.events), metric);
+    all.insert(all.end(), s.lines.begin(), s.lines.end());
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const strata::stack_line& a, const strata::stack_line& b) { return a.stack < b.stack; });
+  strata::collapsed_stacks merged;
+  for (strata::stack_line& l : all) {
+    if (!merged.lines.empty() && merged.lines.back().stack == l.stack)
+      merged.lines.back().value_us += l.value_us;
+    else
+      merged.lines.push_back(std::move(l));
+  }
+  const strata::export_result r = strata::write_stacks(merged, *output);
+  if (merged.lines.empty())
+    fmt::print(stderr, "strata-report: wrote {}, empty: no {} in {}\n", r.path, metric, names(traces));
+  return 0;
+}
+
 int run(const options& o) {
   // Crash dumps among the TRACEs: their sessions' tables, merged with the other files'.
   std::vector<std::filesystem::path> traces;
@@ -364,6 +454,7 @@ int main(int argc, char** argv) {
     options o;
     try {
       if (argc > 1 && std::string_view(argv[1]) == "convert") return convert(argc, argv);
+      if (argc > 1 && std::string_view(argv[1]) == "stacks") return stacks(argc, argv);
       o = parse(argc, argv);
     } catch (const usage_error& e) {
       fmt::print(stderr, "strata-report: {}\n{}", e.message, e.usage_text);

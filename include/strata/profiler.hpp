@@ -177,6 +177,20 @@ class profiler {
   /// ```
   averages key_averages(key_averages_options options = {});
 
+  /// torch.profiler's `prof.export_stacks(path, metric)`: the last collected window as
+  /// collapsed stacks for flame graphs (flamegraph.pl, speedscope), one line `outer;inner;leaf
+  /// <µs>` per distinct nesting path, written atomically to `path`. `metric` is
+  /// `self_cpu_time_total` or `self_device_time_total` (device kernels under the calls that
+  /// launched them; `self_cuda_time_total` is the same); strata/analysis/stacks.hpp has the
+  /// rules. Raises `strata::error` for another metric, a path that cannot be written (no file
+  /// is left), or while a window is recording.
+  ///
+  /// **Example**
+  /// ```cpp
+  /// prof.export_stacks("strata-out/stacks.folded", "self_cpu_time_total");
+  /// ```
+  export_result export_stacks(const std::string& path, const std::string& metric = "self_cpu_time_total");
+
   /// Writes the last collected window to a file of its own,
   /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
   /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …

@@ -191,6 +191,13 @@ int strata_request_capture(int steps, int duration_ms);
  *  strata_status on error: -STRATA_ERROR_NO_TRACE (no C session has stopped),
  *  -STRATA_ERROR_RUNNING (it still records), -STRATA_ERROR_CONFIG (an unknown `sort_by`). */
 int strata_table(char* buf, size_t size, const char* sort_by, int row_limit);
+/** Writes the stopped C session's collapsed stacks for flame graphs (profiler::export_stacks:
+ *  one line `outer;inner;leaf <microseconds>` per nesting path, for flamegraph.pl or
+ *  speedscope) to `path`, atomically. `metric`: "self_cpu_time_total" (NULL) or
+ *  "self_device_time_total" ("self_cuda_time_total" too). Errors: STRATA_ERROR_NO_TRACE (no C
+ *  session has stopped), STRATA_ERROR_RUNNING (it still records), STRATA_ERROR_CONFIG (no
+ *  path, or an unknown metric), STRATA_ERROR_EXPORT (the file cannot be written; none is left). */
+int strata_export_stacks(const char* path, const char* metric);
 
 #else /* compiled out */
 
@@ -218,6 +225,9 @@ static inline int strata_table(char* buf, size_t size, const char* sort_by, int 
   (void)sort_by; (void)row_limit;
   if (buf != NULL && size > 0) buf[0] = '\0';
   return 0;
+}
+static inline int strata_export_stacks(const char* path, const char* metric) {
+  (void)path; (void)metric; return STRATA_OK;
 }
 
 #endif

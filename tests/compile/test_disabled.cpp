@@ -104,6 +104,8 @@ TEST_CASE("compiled out, the C API is empty inline functions that succeed") {
   CHECK(strata_table(table, sizeof table, nullptr, 0) == 0);
   CHECK(table[0] == '\0');
   CHECK(strata_table(nullptr, 0, nullptr, 0) == 0);
+  CHECK(strata_export_stacks("not written.folded", nullptr) == STRATA_OK);
+  CHECK_FALSE(std::filesystem::exists("not written.folded"));
   CHECK_FALSE(std::filesystem::exists("not written.json"));
   CHECK_FALSE(std::filesystem::exists("not created"));
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/analysis/stacks.hpp"
 #include "strata/error.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
@@ -396,6 +397,29 @@ int strata_table(char* buf, size_t size, const char* sort_by, int row_limit) {
     return static_cast<int>(st.table.size());
   } catch (const std::exception& e) {
     return -c_api::report("strata_table", e, STRATA_ERROR_INTERNAL);
+  }
+}
+
+int strata_export_stacks(const char* path, const char* metric) {
+  using namespace strata::detail;
+  try {
+    std::lock_guard lock(c_api::c_state().mutex);
+    if (const int status = c_api::check_stopped("strata_export_stacks"); status != STRATA_OK) return status;
+    const std::string m = metric != nullptr ? metric : "self_cpu_time_total";
+    try {
+      if (path == nullptr || *path == '\0') throw strata::error("no path given; name a file such as stacks.folded");
+      strata::stack_metric_named(m);
+    } catch (const strata::error& e) {
+      return c_api::report("strata_export_stacks", e, STRATA_ERROR_CONFIG);
+    }
+    try {
+      c_api::c_state().session->export_stacks(path, m);
+      return STRATA_OK;
+    } catch (const std::exception& e) {
+      return c_api::report("strata_export_stacks", e, STRATA_ERROR_EXPORT);
+    }
+  } catch (const std::exception& e) {
+    return c_api::report("strata_export_stacks", e, STRATA_ERROR_INTERNAL);
   }
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "strata/analysis/key_averages.hpp"
+#include "strata/analysis/stacks.hpp"
 #include "strata/clock.hpp"
 #include "strata/device.hpp"
 #include "strata/error.hpp"
@@ -457,6 +458,11 @@ struct profiler::session {
     return strata::key_averages(collected(), options);
   }
 
+  export_result export_stacks(const std::string& path, const std::string& metric) {
+    if (recording_) throw error("profiler::export_stacks() needs a stopped session; call stop() first");
+    return write_stacks(strata::stacks(collected(), metric), path);
+  }
+
   // From any thread while a window records (the control mutex keeps the session from ending
   // during the copy; the file is written after it is released).
   export_result snapshot(const std::string& path) {
@@ -759,6 +765,9 @@ export_result profiler::export_perfetto_trace(const std::string& path) {
 }
 averages profiler::key_averages(key_averages_options options) {
   return session_->key_averages(std::move(options));
+}
+export_result profiler::export_stacks(const std::string& path, const std::string& metric) {
+  return session_->export_stacks(path, metric);
 }
 export_result profiler::export_window_trace() { return session_->export_window_trace(); }
 const std::vector<std::string>& profiler::trace_files() {
