@@ -90,6 +90,9 @@ struct trace_data {
   std::uint64_t start_ticks = 0;
   std::uint64_t stop_ticks = 0;
   session_memory memory;   ///< a lossless session's memory (all 0 for a flight recorder)
+  /// The session recorded memory events (`profiler_config::profile_memory`): the exporters
+  /// read them (strata/analysis/memory.hpp) only then.
+  bool profile_memory = false;
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
   std::shared_ptr<const detail::spill_file> spill;

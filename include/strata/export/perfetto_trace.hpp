@@ -747,6 +747,7 @@ class track_writer {
     read_track(data_, t, [&](const record* const records, const std::size_t n) {
     for (std::size_t k = 0; k < n; ++k, ++i) {
       const record& r = records[k];
+      if (r.site->kind == record_kind::memory) continue;  // memory: written as counter tracks apart
       site_event& e = sites_.of(r.site);
       std::int64_t begin = ns_of(r.begin);
       if (!started_) start(begin);
