@@ -181,7 +181,7 @@ TEST_CASE("session memory: key_averages gives torch's memory columns") {
   std::vector<strata::memory_event> mem;
   for (const auto& e : strata::read_memory(data).events)
     if (e.op != strata::memory_op::reserve)
-      mem.push_back({e.track, e.ns, e.bytes, e.device.type != device_type::cpu});
+      mem.push_back({e.track, e.ns, e.bytes, !strata::is_host_memory(e.device.type)});
   const strata::averages b = strata::key_averages(ops, mem, {.profile_memory = true});
   for (const char* name : {"aten::linear", "aten::empty", "aten::addmm", "producer", "consumer", "[memory]"}) {
     CAPTURE(name);

@@ -757,7 +757,7 @@ class session_averages {
     for (const memory_sample& m : profile.events) {
       if (m.op == memory_op::reserve) continue;
       track_memory& tm = memory_of_track_[m.track];
-      const bool device = m.device.type != device_type::cpu;
+      const bool device = !is_host_memory(m.device.type);
       tm.ns.push_back(m.ns);
       tm.on_device.push_back(device);
       tm.host.push_back(tm.host.back() + (device ? 0 : m.bytes));

@@ -45,6 +45,13 @@ inline std::string device_label(memory_device d) {
   return d.index < 0 ? base : fmt::format("{}:{}", base, d.index);
 }
 
+/// Whether torch's table counts memory of this device type as host memory (its `CPU Mem`
+/// columns): CPU, and the CPU-side MKLDNN (2) and IDEEP (5); any other type is device memory.
+constexpr bool is_host_memory(device_type t) noexcept {
+  const int n = static_cast<int>(t);
+  return n == 0 || n == 2 || n == 5;
+}
+
 /// One memory event of a session, its free sized and its device's totals after it.
 struct memory_sample {
   std::size_t track = 0;   ///< index in `trace_data::threads`
