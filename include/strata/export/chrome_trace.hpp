@@ -447,7 +447,7 @@ inline std::uint64_t write_memory_events(chrome_trace_writer& w, const trace_dat
     fmt::format_to(it, "{{\"ph\":\"C\",\"cat\":\"memory\",\"name\":\"{} {}\",\"pid\":{},\"tid\":0,\"ts\":",
                    m.op == memory_op::reserve ? "Reserved" : "Allocated", label, pid);
     append_us(out, m.ns);
-    fmt::format_to(it, ",\"args\":{{\"bytes\":{}}}}}", m.op == memory_op::reserve ? m.total_reserved : m.total_allocated);
+    fmt::format_to(it, ",\"args\":{{\"value\":{}}}}}", m.op == memory_op::reserve ? m.total_reserved : m.total_allocated);
     ++events;
   }
   return events;
