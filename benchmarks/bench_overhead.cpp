@@ -42,6 +42,7 @@ enum class session {
   capture_lossless,  ///< every layer captured, a lossless session (blocks, spilled past 256 MiB)
   capture_shapes,  ///< every layer, and the arguments of scopes that carry them
   skip_user,     ///< every layer but `user`: the scope's layer is not captured
+  capture_memory,  ///< every layer and memory events (profile_memory)
 };
 
 std::optional<strata::profiler>& current_profiler() {
@@ -60,20 +61,22 @@ void start_session(session mode, std::size_t capacity) {
       .buffer_capacity = capacity,
       .overflow = mode == session::capture_lossless ? strata::overflow_policy::lossless
                                                     : strata::overflow_policy::flight_recorder,
-      .record_shapes = mode == session::capture_shapes};
+      .record_shapes = mode == session::capture_shapes,
+      .profile_memory = mode == session::capture_memory};
   current_profiler().emplace(std::move(config));
   current_profiler()->start();
 }
 
 /// Stops the session (nothing is exported) and checks how many records it took.
-void stop_session(benchmark::State& state, session mode, std::uint64_t warm_up_records) {
+void stop_session(benchmark::State& state, session mode, std::uint64_t warm_up_records,
+                  std::uint64_t per_iteration = 1) {
   if (mode == session::none) return;
   auto& prof = *current_profiler();
   prof.stop();
   const strata::profiler_stats s = prof.stats();
   // Every thread recorded once in warm_up() (twice for the extra cases, which record once more
   // before the loop) and once per iteration, when its layer is captured.
-  const std::uint64_t per_thread = static_cast<std::uint64_t>(state.iterations()) + warm_up_records;
+  const std::uint64_t per_thread = static_cast<std::uint64_t>(state.iterations()) * per_iteration + warm_up_records;
   const std::uint64_t expected =
       mode != session::skip_user ? per_thread * static_cast<std::uint64_t>(state.threads()) : 0;
   if (s.recorded + s.dropped != expected)
@@ -112,17 +115,19 @@ void strata_case(benchmark::State& state, session mode, std::size_t capacity) {
   for (auto _ : state) v = Case(v);
   benchmark::DoNotOptimize(v);
   // The loop's end is a barrier of all threads, so every record is in by now.
-  if (state.thread_index() == 0) stop_session(state, mode, (extra ? 2 : 1) + names_seen);
+  // The memory pair stores two records when memory is profiled, none otherwise.
+  const std::uint64_t per_iteration = Case != memory_pair ? 1 : mode == session::capture_memory ? 2 : 0;
+  if (state.thread_index() == 0) stop_session(state, mode, (extra ? 2 : 1) + names_seen, per_iteration);
 }
 
 /// A limit-baseline case: the same loop over a function of the same shape.
-template <case_fn Case, std::size_t Capacity>
+template <case_fn Case, std::size_t Capacity, std::uint64_t Records = 1>
 void limit_case(benchmark::State& state) {
   limit_prepare<Capacity>();
   std::uint64_t v = 0;
   for (auto _ : state) v = Case(v);
   benchmark::DoNotOptimize(v);
-  if (limit_records_written() != static_cast<std::uint64_t>(state.iterations()))
+  if (limit_records_written() != static_cast<std::uint64_t>(state.iterations()) * Records)
     state.SkipWithError("the limit baseline did not store one record per iteration");
 }
 
@@ -162,6 +167,16 @@ void register_benchmarks() {
                                session::capture_all, large_ring);
   benchmark::RegisterBenchmark("counter/strata_enabled", strata_case<counter_user>,
                                session::capture_all, large_ring);
+  // An allocation and its free: recorded, against two instants at the limit; and with a
+  // session that does not profile memory (one relaxed load and a branch each).
+  benchmark::RegisterBenchmark("memory_pair/limit_baseline",
+                               limit_case<limit_memory_pair<large_ring>, large_ring, 2>);
+  benchmark::RegisterBenchmark("memory_pair/strata_enabled", strata_case<memory_pair>,
+                               session::capture_memory, large_ring);
+  benchmark::RegisterBenchmark("memory_pair/strata_off", strata_case<memory_pair>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("memory_pair/strata_disabled", strata_case<memory_pair>,
+                               session::none, large_ring);
   // The C API against the C++ scope it mirrors; a scope with arguments seen before against the
   // same scope without arguments.
   benchmark::RegisterBenchmark("c_range/strata_enabled", strata_case<c_range>,

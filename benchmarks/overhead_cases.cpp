@@ -52,6 +52,15 @@ std::uint64_t counter_user(std::uint64_t x) noexcept {
   return x + 1;
 }
 
+alignas(64) char memory_block[64];
+
+std::uint64_t memory_pair(std::uint64_t x) noexcept {
+  STRATA_ALLOC(memory_block, 64);
+  benchmark::DoNotOptimize(x);
+  STRATA_FREE(memory_block);
+  return x + 1;
+}
+
 void warm_up() noexcept {
   STRATA_SCOPE_DYNAMIC(strata::layer::user, dynamic_scope_name);
 }
@@ -85,6 +94,18 @@ std::uint64_t limit_instant(std::uint64_t x) noexcept {
   return x + 1;
 }
 
+template <std::size_t Capacity>
+std::uint64_t limit_memory_pair(std::uint64_t x) noexcept {
+  const std::uint64_t t = __rdtsc();
+  const std::uint64_t i = tl_index;
+  tl_ring[i & (Capacity - 1)] = limit_record{t, 64, limit_site, 1};
+  benchmark::DoNotOptimize(x);
+  const std::uint64_t u = __rdtsc();
+  tl_ring[(i + 1) & (Capacity - 1)] = limit_record{u, 0, limit_site, 2};
+  tl_index = i + 2;
+  return x + 1;
+}
+
 std::uint64_t limit_records_written() noexcept { return tl_index; }
 
 template void limit_prepare<small_ring>();
@@ -93,5 +114,6 @@ template std::uint64_t limit_scope<small_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_scope<large_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_instant<small_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_instant<large_ring>(std::uint64_t) noexcept;
+template std::uint64_t limit_memory_pair<large_ring>(std::uint64_t) noexcept;
 
 }  // namespace strata_bench

@@ -24,6 +24,9 @@ using case_fn = std::uint64_t (*)(std::uint64_t) noexcept;
 [[gnu::noinline]] std::uint64_t scope_dynamic(std::uint64_t x) noexcept;  // STRATA_SCOPE_DYNAMIC
 [[gnu::noinline]] std::uint64_t instant_user(std::uint64_t x) noexcept;   // STRATA_INSTANT
 [[gnu::noinline]] std::uint64_t counter_user(std::uint64_t x) noexcept;   // STRATA_COUNTER
+// STRATA_ALLOC before the body and STRATA_FREE after it: two memory records when the session
+// profiles memory, a branch each otherwise.
+[[gnu::noinline]] std::uint64_t memory_pair(std::uint64_t x) noexcept;
 
 // overhead_cases_extra.cpp: the C API's strata_push/strata_pop around the body; a framework
 // scope with two shapes as arguments, the same every call (a cache hit once seen); the same
@@ -74,6 +77,10 @@ template <std::size_t Capacity>
 /// An instant at the limit: one `rdtsc`, one 32-byte store.
 template <std::size_t Capacity>
 [[gnu::noinline]] std::uint64_t limit_instant(std::uint64_t x) noexcept;
+
+/// An allocation and a free at the limit: two instants (one `rdtsc`, one 32-byte store each).
+template <std::size_t Capacity>
+[[gnu::noinline]] std::uint64_t limit_memory_pair(std::uint64_t x) noexcept;
 
 /// Records the calling thread stored since limit_prepare(), so the harness can check that
 /// every iteration stored one.

@@ -22,11 +22,17 @@
 
 #include <strata/strata.h>
 
+static char kv_block[64]; /* memory events: recorded only with STRATA_PROFILE_MEMORY=1 */
+
 static void work(long steps) {
   long i;
   for (i = 0; i < steps; ++i) {
     strata_push("decode");
     strata_push_layer(STRATA_LAYER_FRAMEWORK, "aten::mm");
+    strata_alloc(kv_block, sizeof kv_block);
+    strata_alloc_device(STRATA_DEVICE_NEURON, 0, kv_block + 32, 16);
+    strata_free_device(STRATA_DEVICE_NEURON, 0, kv_block + 32);
+    strata_free(kv_block);
     strata_pop();
     strata_pop();
     strata_step();

@@ -2,7 +2,7 @@
 """Runs tests/trace_writer with --all-formats and holds its Perfetto trace against the JSON trace
 of the same session.
 
-usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty, device, steps or spilled)
+usage: check_perfetto_trace.py WRITER MODE      (MODE: basic, hostile, empty, device, steps, spilled or memory)
 
 The .pftrace is decoded here, field by field, with the field numbers of Perfetto's public
 .proto files (protos/perfetto/trace/...), independently of the C++ writer; `protoc
@@ -11,7 +11,9 @@ hand-written expectations) must then agree with it on every track (process, name
 every slice (name, category, start and duration in ns, arguments, nesting), instant, counter
 sample, flow and lost-record count. The .json.gz and .pftrace.gz files must decompress to the
 plain files' exact bytes. device mode also checks that a NeuronCore shows every engine track
-in a fixed order, used or not; steps mode that a thread's steps are a thread track of their own.
+in a fixed order, used or not; steps mode that a thread's steps are a thread track of their own;
+memory mode that memory events are counter tracks per device (Kineto's [memory] instants are
+JSON only) with the totals worked out by hand.
 """
 import decimal
 import gzip
@@ -334,7 +336,7 @@ def compare(trace, d, mode):
         key = (e.get("pid"), e.get("tid"))
         if e.get("ph") == "X":
             json_x[key].append(e)
-        elif e.get("ph") == "i":
+        elif e.get("ph") == "i" and e.get("name") != "[memory]":  # the Perfetto trace has counters only
             json_i[key].append(e)
         elif e.get("ph") == "C":
             json_c[(e["pid"], e["name"])].append(e)
@@ -450,8 +452,30 @@ def check_hostile(d, names):
         fail(f"process names {got_process!r}, expected {[want_process]!r}")
 
 
+def check_memory(trace, d):
+    """trace_writer memory: the [memory] instants of the JSON and the counter tracks of both."""
+    events = trace["traceEvents"]
+    memory = [e["args"] for e in events if e.get("name") == "[memory]"]
+    got = [(a["Device Type"], a["Device Id"], a["Bytes"], a["Total Allocated"], a["Total Reserved"]) for a in memory]
+    # In time order: the unpaired free and the reservations make no instant.
+    want = [(0, -1, 100, 100, 0), (20, 0, 1000, 1000, 1 << 20), (0, -1, 200, 300, 0), (0, -1, -100, 200, 0),
+            (20, 1, 64, 64, 0), (20, 0, -1000, 0, 1 << 20)]
+    if got != want:
+        fail(f"[memory] instants {got}, want {want}")
+    other = trace["otherData"]
+    if (other.get("memory_unpaired_frees"), other.get("memory_leaks"), other.get("memory_leaked_bytes")) != (1, 2, 264):
+        fail(f"otherData memory facts {other}")
+    names = {t["name"]: uuid for uuid, t in d.tracks.items() if t["counter"]}
+    values = lambda name: [c["value"] for c in slices_of(d.events.get(names.get(name), []), name)[2]]
+    expected = {"Allocated CPU": [100, 300, 200], "Allocated NEURON:0": [1000, 0], "Allocated NEURON:1": [64],
+                "Reserved NEURON:0": [1 << 20, 0]}
+    for name, want_values in expected.items():
+        if values(name) != want_values:
+            fail(f"Perfetto counter {name!r}: {values(name)}, want {want_values}")
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps", "spilled"):
+    if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps", "spilled", "memory"):
         print(__doc__, file=sys.stderr)
         return 2
     writer, mode = sys.argv[1], sys.argv[2]
@@ -482,6 +506,8 @@ def main():
                 check_device(trace, d, thread_names)
             elif mode == "steps":
                 check_steps(d)
+            elif mode == "memory":
+                check_memory(trace, d)
             elif mode == "basic":
                 lost = [e for e in trace["traceEvents"] if e.get("cat") == "strata"]
                 if not lost:

@@ -358,11 +358,41 @@ int spilled(const std::filesystem::path& dir) {
   return 0;
 }
 
+// Memory events on two threads and two devices, a free on another thread than its allocation,
+// an unpaired free and a leak (check_perfetto_trace.py: the counter tracks match the JSON's).
+int memory(const std::filesystem::path& dir) {
+  alignas(64) static char host[4][256];
+  alignas(64) static char hbm[2][1024];
+  strata::profiler prof({.output_dir = dir, .process_name = "memory writer", .profile_memory = true});
+  strata::set_thread_name("main");
+  prof.start();
+  {
+    STRATA_SCOPE_LAYER(strata::layer::framework, "aten::empty");
+    STRATA_ALLOC(host[0], 100);
+    STRATA_RESERVE(strata::device_type::neuron, 0, 1 << 20);
+    STRATA_ALLOC_DEVICE(strata::device_type::neuron, 0, hbm[0], 1000);
+  }
+  std::thread worker([] {
+    strata::set_thread_name("worker");
+    STRATA_SCOPE_LAYER(strata::layer::framework, "aten::add");
+    STRATA_ALLOC(host[1], 200);
+    STRATA_FREE(host[0]);                                      // allocated on main
+    STRATA_ALLOC_DEVICE(strata::device_type::neuron, 1, hbm[1], 64);
+  });
+  worker.join();
+  STRATA_FREE(host[3]);                                        // never allocated: unpaired
+  STRATA_FREE_DEVICE(strata::device_type::neuron, 0, hbm[0]);
+  STRATA_RESERVE(strata::device_type::neuron, 0, -(1 << 20));
+  prof.stop();
+  export_traces(prof, dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "--all-formats")) {
-    std::fprintf(stderr, "usage: %s basic|hostile|empty|device|steps|spilled DIR [--all-formats]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s basic|hostile|empty|device|steps|spilled|memory DIR [--all-formats]\n", argv[0]);
     return 2;
   }
   all_formats = argc == 4;
@@ -375,6 +405,7 @@ int main(int argc, char** argv) {
     if (mode == "device") return device(dir);
     if (mode == "steps") return steps(dir);
     if (mode == "spilled") return spilled(dir);
+    if (mode == "memory") return memory(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_writer: %s\n", e.what());
     return 1;

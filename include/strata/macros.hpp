@@ -7,6 +7,7 @@
 #pragma once
 
 #include "strata/config.hpp"
+#include "strata/memory.hpp"
 #include "strata/scope.hpp"
 
 #if STRATA_ENABLED
@@ -60,6 +61,28 @@
 /// `profiler::step()` does; a branch when no profiler is started.
 #define STRATA_STEP() ::strata::detail::mark_step()
 
+/// Records that `bytes` were allocated at `ptr` in host memory (torch's CPU memory), user layer,
+/// when the running session profiles memory (`profiler_config::profile_memory`).
+#define STRATA_ALLOC(ptr, bytes) ::strata::record_alloc((ptr), (bytes))
+
+/// Records that the host memory at `ptr` was freed; the session knows its size.
+#define STRATA_FREE(ptr) ::strata::record_free((ptr))
+
+/// Records an allocation on a device: `device` a `strata::device_type` (`neuron`, `cpu`),
+/// `index` its number (a core; -1 for the host).
+#define STRATA_ALLOC_DEVICE(device, index, ptr, bytes) \
+  ::strata::record_alloc((ptr), (bytes), ::strata::memory_device{(device), static_cast<std::int8_t>(index)})
+
+/// Records a free on a device.
+#define STRATA_FREE_DEVICE(device, index, ptr) \
+  ::strata::record_free((ptr), ::strata::memory_device{(device), static_cast<std::int8_t>(index)})
+
+/// Records that a device's reserved (pool) memory grew by `bytes` (Kineto's `Total Reserved`);
+/// a negative `bytes` gives memory back.
+#define STRATA_RESERVE(device, index, bytes)                           \
+  ::strata::record_reserve(static_cast<std::int64_t>(bytes),            \
+                           ::strata::memory_device{(device), static_cast<std::int8_t>(index)})
+
 #else  // STRATA_ENABLED
 
 #define STRATA_SCOPE(name) static_cast<void>(0)
@@ -71,5 +94,10 @@
 #define STRATA_COUNTER(name, value) static_cast<void>(0)
 #define STRATA_COUNTER_LAYER(layer, name, value) static_cast<void>(0)
 #define STRATA_STEP() static_cast<void>(0)
+#define STRATA_ALLOC(ptr, bytes) static_cast<void>(0)
+#define STRATA_FREE(ptr) static_cast<void>(0)
+#define STRATA_ALLOC_DEVICE(device, index, ptr, bytes) static_cast<void>(0)
+#define STRATA_FREE_DEVICE(device, index, ptr) static_cast<void>(0)
+#define STRATA_RESERVE(device, index, bytes) static_cast<void>(0)
 
 #endif  // STRATA_ENABLED

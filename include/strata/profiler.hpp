@@ -191,6 +191,14 @@ class profiler {
   /// ```
   export_result export_stacks(const std::string& path, const std::string& metric = "self_cpu_time_total");
 
+  /// torch.profiler's `export_memory_timeline`: the allocated and reserved bytes of each device
+  /// after every memory event of the last collected window (`profiler_config::profile_memory`),
+  /// to `path` (default: `output_dir/memory_timeline.json`), atomically: `.json` in torch's
+  /// `[times, sizes]` shape or `.csv` with a header, and `<path>.peak.json` beside it with each
+  /// device's peak, the op open at it, and the leaks (strata/analysis/memory.hpp). Raises
+  /// `strata::error` for another name, a file that cannot be written, or while recording.
+  export_result export_memory_timeline(const std::string& path = {});
+
   /// Writes the last collected window to a file of its own,
   /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
   /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …

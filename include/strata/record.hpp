@@ -79,6 +79,61 @@ enum class record_kind : std::uint8_t {
   scope = 0,    ///< an interval: begin and end ticks (Chrome `X`)
   instant = 1,  ///< a point in time (Chrome `i`)
   counter = 2,  ///< a sampled value (Chrome `C`); the value's bits travel in `record::end`
+  /// An allocation, a free or a change of reserved memory (Kineto's `[memory]` instant): the
+  /// address travels in `record::end`, the rest packed in `record::payload` (`memory_fields`).
+  memory = 3,
+};
+
+/// The device a memory event belongs to, numbered as torch's `c10::DeviceType` (the trace's
+/// `Device Type`): `cpu` is 0, `neuron` is PrivateUse1, the backend extension point that
+/// torch-neuronx registers Trainium through, which is 20 in c10/core/DeviceType.h since torch
+/// 2.0 (MTIA took 19; torch 1.13 numbered PrivateUse1 19).
+enum class device_type : std::uint8_t {
+  cpu = 0,
+  neuron = 20,
+};
+
+/// Which memory a memory event is about: its device type and index (torch's `Device Id`: -1
+/// for the host, a core or device number otherwise).
+struct memory_device {
+  device_type type = device_type::cpu;
+  std::int8_t index = -1;
+};
+
+/// What a memory event records.
+enum class memory_op : std::uint8_t {
+  alloc = 0,    ///< `bytes` allocated at the address
+  free = 1,     ///< the address freed: the session finds its size from its allocation
+  reserve = 2,  ///< the device's reserved (pool) bytes change by `bytes` (negative: released)
+};
+
+/// A memory event's fields as its record's `payload` packs them: bits 0-47 the bytes (a signed
+/// 48-bit value: up to 128 TiB - 1, larger sizes are clamped), bits 48-55 the device index (an
+/// int8), bits 56-61 the device type, bits 62-63 the operation. The address is `record::end`.
+struct memory_fields {
+  memory_op op = memory_op::alloc;
+  memory_device device = {};
+  std::int64_t bytes = 0;
+
+  static constexpr std::int64_t max_bytes = (std::int64_t{1} << 47) - 1;
+
+  constexpr std::uint64_t pack() const noexcept {
+    const std::int64_t b = bytes > max_bytes ? max_bytes : bytes < -max_bytes ? -max_bytes : bytes;
+    return (static_cast<std::uint64_t>(b) & ((std::uint64_t{1} << 48) - 1)) |
+           (std::uint64_t{static_cast<std::uint8_t>(device.index)} << 48) |
+           (std::uint64_t{static_cast<std::uint8_t>(device.type) & 0x3fu} << 56) |
+           (std::uint64_t{static_cast<std::uint8_t>(op) & 0x3u} << 62);
+  }
+  static constexpr memory_fields unpack(std::uint64_t payload) noexcept {
+    memory_fields f;
+    f.op = static_cast<memory_op>(payload >> 62);
+    f.device.type = static_cast<device_type>((payload >> 56) & 0x3fu);
+    f.device.index = static_cast<std::int8_t>(static_cast<std::uint8_t>(payload >> 48));
+    const std::uint64_t low = payload & ((std::uint64_t{1} << 48) - 1);
+    // sign-extend the 48-bit value
+    f.bytes = static_cast<std::int64_t>(low << 16) >> 16;
+    return f;
+  }
 };
 
 /// A per-call-site descriptor: the record stores only a pointer to it, so names are never
@@ -116,6 +171,8 @@ struct record {
   record_kind kind() const noexcept { return site->kind; }
   ::strata::layer layer() const noexcept { return site->layer; }
   double counter_value() const noexcept { return __builtin_bit_cast(double, end); }
+  /// A memory record's fields (kind() == record_kind::memory); its address is `end`.
+  memory_fields memory() const noexcept { return memory_fields::unpack(payload); }
 };
 
 static_assert(sizeof(record) == 32, "strata::record must stay 32 bytes: two fit a cache line");

@@ -52,6 +52,13 @@ typedef enum strata_layer {
 /** Every layer (what strata_config.layers = 0 means too). */
 #define STRATA_LAYERS_ALL 0xfu
 
+/** The device of a memory event, numbered as torch's c10::DeviceType (as strata::device_type):
+ *  the host, or a Neuron device (torch's PrivateUse1). */
+typedef enum strata_device_type {
+  STRATA_DEVICE_CPU = 0,
+  STRATA_DEVICE_NEURON = 20
+} strata_device_type;
+
 /** What the session calls return; a message is on stderr for every error. */
 enum strata_status {
   STRATA_OK = 0,
@@ -145,6 +152,21 @@ void strata_set_thread_name(const char* name);
  *  may end a window, whose trace is then written in the background); without one it counts. */
 void strata_step(void);
 
+/* --- memory events: recorded when the session profiles memory (strata_config.profile_memory);
+ *     otherwise each costs a branch. They go on the user layer of the calling thread. ------- */
+
+/** Records that `bytes` were allocated at `ptr` in host memory. */
+void strata_alloc(const void* ptr, size_t bytes);
+/** Records that the host memory at `ptr` was freed (the session knows its size). */
+void strata_free(const void* ptr);
+/** Records an allocation on device `index` (-1: the host) of type `device`. */
+void strata_alloc_device(strata_device_type device, int index, const void* ptr, size_t bytes);
+/** Records a free on a device. */
+void strata_free_device(strata_device_type device, int index, const void* ptr);
+/** Records that a device's reserved (pool) memory changed by `delta_bytes` (negative: given
+ *  back): the trace's `Total Reserved`. */
+void strata_reserve_device(strata_device_type device, int index, long long delta_bytes);
+
 /* --- sessions --------------------------------------------------------------------------- */
 
 /** Starts a session recording every layer, writing into `output_dir` (created if missing):
@@ -212,6 +234,17 @@ static inline void strata_counter_layer(strata_layer layer, const char* name, do
 }
 static inline void strata_set_thread_name(const char* name) { (void)name; }
 static inline void strata_step(void) {}
+static inline void strata_alloc(const void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
+static inline void strata_free(const void* ptr) { (void)ptr; }
+static inline void strata_alloc_device(strata_device_type device, int index, const void* ptr, size_t bytes) {
+  (void)device; (void)index; (void)ptr; (void)bytes;
+}
+static inline void strata_free_device(strata_device_type device, int index, const void* ptr) {
+  (void)device; (void)index; (void)ptr;
+}
+static inline void strata_reserve_device(strata_device_type device, int index, long long delta_bytes) {
+  (void)device; (void)index; (void)delta_bytes;
+}
 static inline int strata_start(const char* output_dir) { (void)output_dir; return STRATA_OK; }
 static inline int strata_start_ex(const strata_config* config) { (void)config; return STRATA_OK; }
 static inline int strata_stop(void) { return STRATA_OK; }

@@ -95,6 +95,9 @@ struct trace_data {
   /// (Kineto's `baseTimeNanoseconds`). 0: not known.
   std::int64_t base_time_ns = 0;
   distributed_info distributed;  ///< the rank that recorded it (none: `rank` < 0)
+  /// The session recorded memory events (`profiler_config::profile_memory`): the exporters
+  /// read them (strata/analysis/memory.hpp) only then.
+  bool profile_memory = false;
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
   std::shared_ptr<const detail::spill_file> spill;

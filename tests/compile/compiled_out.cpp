@@ -42,6 +42,16 @@ int counter_with_side_effect(int x) {
   return x + calls;
 }
 
+// Memory events: the pointer and size expressions vanish with the macros.
+int memory_events(int x) {
+  STRATA_ALLOC(&calls + x, static_cast<unsigned>(++calls));
+  STRATA_ALLOC_DEVICE(strata::device_type::neuron, work(x), &calls, 64u);
+  STRATA_RESERVE(strata::device_type::neuron, 0, work(x));
+  STRATA_FREE_DEVICE(strata::device_type::neuron, 0, &calls);
+  STRATA_FREE(&calls + x);
+  return x + calls;
+}
+
 long nested_in_loop(const int* values, int n) {
   STRATA_SCOPE("outer");
   long sum = 0;

@@ -44,6 +44,16 @@ TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
     STRATA_COUNTER("never compiled", no_such_variable + 1);
     STRATA_SCOPE_DYNAMIC(strata::layer::user, no_such_function());
     STRATA_SCOPE_ARGS(strata::layer::framework, "aten::mm", no_such_args{side_effect()});
+    STRATA_ALLOC(no_such_pointer, side_effect());
+    STRATA_FREE(no_such_pointer);
+    STRATA_ALLOC_DEVICE(strata::device_type::neuron, side_effect(), &evaluated, 64);
+    STRATA_FREE_DEVICE(strata::device_type::neuron, side_effect(), &evaluated);
+    STRATA_RESERVE(strata::device_type::neuron, 0, side_effect());
+    strata_alloc(&evaluated, 64);
+    strata_free(&evaluated);
+    strata_alloc_device(STRATA_DEVICE_NEURON, 0, &evaluated, 64);
+    strata_free_device(STRATA_DEVICE_NEURON, 0, &evaluated);
+    strata_reserve_device(STRATA_DEVICE_NEURON, 0, 4096);
   }
   prof.stop();
   CHECK(evaluated == 0);

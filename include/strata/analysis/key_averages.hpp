@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "strata/analysis/averages.hpp"
+#include "strata/analysis/memory.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/id_index.hpp"
 #include "strata/detail/record_order.hpp"
@@ -429,6 +430,7 @@ class session_averages {
   session_averages(const trace_data& data, const key_averages_options& opt) : data_(data), opt_(opt) {}
 
   averages run() {
+    if (opt_.profile_memory) read_track_memory();
     // Steps first: a thread's track is read against the steps it marked.
     for (std::size_t t = 0; t < data_.threads.size(); ++t)
       if (data_.threads[t].steps) add_steps(t);
@@ -467,6 +469,22 @@ class session_averages {
     bool top_level = true;   // ... and whether that had no parent
     std::uint64_t count = 0;
     std::int64_t self_cpu = 0, cpu_total = 0, self_device = 0, device_total = 0;
+    std::int64_t cpu_memory = 0, self_cpu_memory = 0, device_memory = 0, self_device_memory = 0;
+  };
+
+  /// The memory events of one track, in time order, with prefix sums (host, device) so that an
+  /// interval's memory is two binary searches.
+  struct track_memory {
+    std::vector<std::int64_t> ns;
+    std::vector<std::int64_t> host{0}, device{0};  // sums of the events before index i
+    std::vector<bool> on_device;
+
+    std::pair<std::int64_t, std::int64_t> in_interval(std::int64_t b, std::int64_t e) const {
+      const auto lo = static_cast<std::size_t>(std::lower_bound(ns.begin(), ns.end(), b) - ns.begin());
+      const auto hi = static_cast<std::size_t>(std::upper_bound(ns.begin(), ns.end(), e) - ns.begin());
+      return {host[hi] - host[lo], device[hi] - device[lo]};
+    }
+    std::int64_t bytes(std::size_t k) const { return host[k + 1] - host[k] + device[k + 1] - device[k]; }
   };
 
   /// A host event of the top-level tree being read, in order (parents before children).
@@ -616,6 +634,9 @@ class session_averages {
   }
 
   void start_steps_of(std::size_t t) {
+    const auto memory = memory_of_track_.find(t);
+    track_memory_ = memory != memory_of_track_.end() ? &memory->second : nullptr;
+    track_roots_.clear();
     const auto found = steps_of_track_.find(t);
     track_steps_ = found != steps_of_track_.end() ? &found->second : nullptr;
     covered_end_ = std::numeric_limits<std::int64_t>::min();
@@ -679,6 +700,7 @@ class session_averages {
     if (in_order) {
       finish_tree(t);
       merge_correlations();
+      finish_memory();
       return;
     }
 
@@ -725,6 +747,57 @@ class session_averages {
       add_host(t, e.index, records[e.index].payload, site_index(records[e.index].site), e.begin, e.end);
     finish_tree(t);
     merge_correlations();
+    finish_memory();
+  }
+
+  /// The session's memory events (strata/analysis/memory.hpp: frees sized by their
+  /// allocations, unpaired frees left out), by track.
+  void read_track_memory() {
+    const memory_profile profile = read_memory(data_);
+    for (const memory_sample& m : profile.events) {
+      if (m.op == memory_op::reserve) continue;
+      track_memory& tm = memory_of_track_[m.track];
+      const bool device = !is_host_memory(m.device.type);
+      tm.ns.push_back(m.ns);
+      tm.on_device.push_back(device);
+      tm.host.push_back(tm.host.back() + (device ? 0 : m.bytes));
+      tm.device.push_back(tm.device.back() + (device ? m.bytes : 0));
+    }
+  }
+
+  /// After a track's trees: the memory of the steps its thread marked (all of it in their
+  /// total, what no top-level op holds in their self), and the memory neither holds, which goes
+  /// to the [memory] row.
+  void finish_memory() {
+    if (track_memory_ == nullptr) return;
+    const track_memory& tm = *track_memory_;
+    const auto within = [](const std::vector<std::pair<std::int64_t, std::int64_t>>& spans, std::int64_t t) {
+      const auto it = std::lower_bound(spans.begin(), spans.end(), t,
+                                       [](const auto& x, std::int64_t v) { return x.second < v; });
+      return it != spans.end() && it->first <= t;
+    };
+    std::vector<std::pair<std::int64_t, std::int64_t>> step_spans;
+    if (track_steps_ != nullptr) {
+      for (const step_mark& m : *track_steps_) {
+        site_sums& sums = sites_[m.site];
+        const auto [host, device] = tm.in_interval(m.begin, m.end);
+        sums.cpu_memory += host;
+        sums.device_memory += device;
+        auto k = static_cast<std::size_t>(std::lower_bound(tm.ns.begin(), tm.ns.end(), m.begin) - tm.ns.begin());
+        for (; k < tm.ns.size() && tm.ns[k] <= m.end; ++k)
+          if (!within(track_roots_, tm.ns[k])) (tm.on_device[k] ? sums.self_device_memory : sums.self_cpu_memory) += tm.bytes(k);
+        if (!step_spans.empty() && m.begin <= step_spans.back().second)
+          step_spans.back().second = std::max(step_spans.back().second, m.end);
+        else
+          step_spans.emplace_back(m.begin, m.end);
+      }
+    }
+    for (std::size_t k = 0; k < tm.ns.size(); ++k) {
+      if (within(track_roots_, tm.ns[k]) || within(step_spans, tm.ns[k])) continue;
+      if (loose_count_ == 0 || tm.ns[k] < loose_first_) loose_first_ = tm.ns[k];
+      ++loose_count_;
+      (tm.on_device[k] ? loose_device_ : loose_host_) += tm.bytes(k);
+    }
   }
 
   /// The first event over all tracks decides a correlation id's owner.
@@ -760,6 +833,13 @@ class session_averages {
   /// Sums the complete tree in nodes_ (track `t`) into its sites and correlation ids.
   void finish_tree(std::size_t t) {
     if (!nodes_.empty()) cover_steps(nodes_[0].begin, nodes_[0].begin + nodes_[0].duration);
+    if (track_memory_ != nullptr && !nodes_.empty()) {
+      const std::int64_t b = nodes_[0].begin, e = nodes_[0].begin + nodes_[0].duration;
+      if (!track_roots_.empty() && b <= track_roots_.back().second)
+        track_roots_.back().second = std::max(track_roots_.back().second, e);
+      else
+        track_roots_.emplace_back(b, e);
+    }
     // CPU times.
     for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
       if (!alive(i)) continue;
@@ -769,6 +849,20 @@ class session_averages {
       sums.cpu_total += e.duration;
       sums.self_cpu += e.duration;
       if (e.parent != none) sites_[nodes_[survivor(e.parent)].site].self_cpu -= e.duration;
+      if (track_memory_ != nullptr) {
+        // torch's rule: an allocation counts in every op of its thread open at its time, and
+        // in the self memory of the innermost one.
+        const auto [host, device] = track_memory_->in_interval(e.begin, e.begin + e.duration);
+        sums.cpu_memory += host;
+        sums.self_cpu_memory += host;
+        sums.device_memory += device;
+        sums.self_device_memory += device;
+        if (e.parent != none) {
+          site_sums& parent = sites_[nodes_[survivor(e.parent)].site];
+          parent.self_cpu_memory -= host;
+          parent.self_device_memory -= device;
+        }
+      }
       // Within a track, events come in order: only a site's first one can be earlier than
       // the first one of another track.
       if (sums.seen_in_track != t) {
@@ -871,6 +965,33 @@ class session_averages {
       p.row.cpu_total_ns += s.cpu_total;
       p.row.self_device_ns += s.self_device;
       p.row.device_total_ns += s.device_total;
+      p.row.cpu_memory_usage += s.cpu_memory;
+      p.row.self_cpu_memory_usage += s.self_cpu_memory;
+      p.row.device_memory_usage += s.device_memory;
+      p.row.self_device_memory_usage += s.self_device_memory;
+    }
+    // Memory outside every op and step: one [memory] row (torch's top-level memory events, one
+    // call each), placed where its first event falls; merged into an op of that name.
+    if (loose_count_ != 0) {
+      std::string key("[memory]");
+      key += '\0';
+      key += 'h';
+      if (opt_.group_by_input_shape) key += '\0';
+      auto [it, fresh] = row_of.try_emplace(std::move(key), merged.size());
+      if (fresh) {
+        pending p;
+        p.row.name = "[memory]";
+        p.row.top_level = true;
+        p.first = {loose_first_, std::numeric_limits<std::int64_t>::min(), static_cast<std::size_t>(-1),
+                   static_cast<std::size_t>(-1)};
+        merged.push_back(std::move(p));
+      }
+      average_row& r = merged[it->second].row;
+      r.count += loose_count_;
+      r.cpu_memory_usage += loose_host_;
+      r.self_cpu_memory_usage += loose_host_;
+      r.device_memory_usage += loose_device_;
+      r.self_device_memory_usage += loose_device_;
     }
     std::sort(merged.begin(), merged.end(), [](const pending& a, const pending& b) { return a.first < b.first; });
     averages out;
@@ -910,6 +1031,13 @@ class session_averages {
   std::size_t step_uncovered_ = 0;    // steps before it end before covered_end_
   std::size_t step_open_ = 0;         // steps before it end before the last top-level begin
   std::vector<std::uint32_t> root_steps_;  // the steps the tree being read begins in
+  // Memory (with profile_memory): each track's events, the one being read and the spans of its
+  // top-level events so far; what no op or step holds.
+  std::unordered_map<std::size_t, track_memory> memory_of_track_;
+  const track_memory* track_memory_ = nullptr;
+  std::vector<std::pair<std::int64_t, std::int64_t>> track_roots_;
+  std::uint64_t loose_count_ = 0;
+  std::int64_t loose_first_ = 0, loose_host_ = 0, loose_device_ = 0;
 };
 
 }  // namespace detail

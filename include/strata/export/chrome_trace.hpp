@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "strata/config.hpp"
+#include "strata/analysis/memory.hpp"
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
@@ -333,9 +334,14 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
   char* p = nullptr;
   char* end = nullptr;
   std::size_t index = 0;  // of the record in the track, for the flows
+  std::uint64_t memory = 0;  // memory records: written with their sizes and totals afterwards
   read_track(data, t, [&](const record* const records, const std::size_t n) {
   for (std::size_t k = 0; k < n; ++k, ++index) {
     const record& r = records[k];
+    if (r.site->kind == record_kind::memory) [[unlikely]] {
+      ++memory;
+      continue;
+    }
     const event_text& e = texts.of(r.site);
     if (static_cast<std::size_t>(end - p) < e.max_bytes) {
       if (p != nullptr) w.commit(p);
@@ -376,7 +382,40 @@ inline std::uint64_t write_track_events(chrome_trace_writer& w, const trace_data
   }
   });
   if (p != nullptr) w.commit(p);
-  return index;
+  return index - memory;
+}
+
+/// Writes Kineto's `[memory]` instants (as torch 1.13.1 writes them: an allocation's `Bytes`
+/// is its size, a free's minus its allocation's) and a counter track of allocated and one of
+/// reserved bytes per device (each through `next_event`, which counts it); returns how many.
+inline std::uint64_t write_memory_events(chrome_trace_writer& w, const trace_data& data,
+                                         const memory_profile& memory, std::uint64_t pid) {
+  auto& out = w.buffer();
+  auto it = std::back_inserter(out);
+  std::uint64_t events = 0;
+  const auto pid_of = [&](const thread_track& t) { return t.pid != 0 ? t.pid : pid; };
+  for (const memory_sample& m : memory.events) {
+    const thread_track& t = data.threads[m.track];
+    const std::string label = device_label(m.device);
+    if (m.op != memory_op::reserve) {
+      w.next_event();
+      fmt::format_to(it, "{{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\","
+                     "\"pid\":{},\"tid\":{},\"ts\":", pid_of(t), t.tid);
+      append_us(out, m.ns);
+      fmt::format_to(it, ",\"args\":{{\"Device Type\":{},\"Device Id\":{},\"Addr\":{},\"Bytes\":{},"
+                     "\"Total Allocated\":{},\"Total Reserved\":{}}}}}",
+                     static_cast<int>(m.device.type), static_cast<int>(m.device.index), m.address, m.bytes,
+                     m.total_allocated, m.total_reserved);
+      ++events;
+    }
+    w.next_event();
+    fmt::format_to(it, "{{\"ph\":\"C\",\"cat\":\"memory\",\"name\":\"{} {}\",\"pid\":{},\"tid\":0,\"ts\":",
+                   m.op == memory_op::reserve ? "Reserved" : "Allocated", label, pid);
+    append_us(out, m.ns);
+    fmt::format_to(it, ",\"args\":{{\"value\":{}}}}}", m.op == memory_op::reserve ? m.total_reserved : m.total_allocated);
+    ++events;
+  }
+  return events;
 }
 
 }  // namespace detail
@@ -466,6 +505,11 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       detail::append_json_string(out, data.memory.spill_error);
     }
   }
+  // Memory: counts in otherData; the leaks themselves in strataMemoryLeaks below.
+  const memory_profile memory = data.profile_memory ? read_memory(data) : memory_profile{};
+  if (data.profile_memory)
+    fmt::format_to(it, ",\"memory_events\":{},\"memory_unpaired_frees\":{},\"memory_leaks\":{},\"memory_leaked_bytes\":{}",
+                   memory.events.size(), memory.unpaired_frees, memory.leaks.size(), memory.leaked_bytes());
   out.push_back('}');
   if (data.distributed.known()) detail::append_distributed_info(out, data.distributed);
   if (data.base_time_ns != 0) fmt::format_to(it, ",\n\"baseTimeNanoseconds\":{}", data.base_time_ns);
@@ -479,6 +523,17 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
                    t.exited);
     if (t.steps) fmt::format_to(it, ",\"steps_of\":{}", t.steps_of);
     out.push_back('}');
+  }
+  if (!memory.leaks.empty()) {
+    fmt::format_to(it, "],\n\"strataMemoryLeaks\":[");
+    for (std::size_t i = 0; i < memory.leaks.size(); ++i) {
+      const memory_leak& l = memory.leaks[i];
+      fmt::format_to(it, "{}{{\"Device Type\":{},\"Device Id\":{},\"Addr\":{},\"Bytes\":{},\"tid\":{},\"ts\":",
+                     i == 0 ? "" : ",", static_cast<int>(l.device.type), static_cast<int>(l.device.index), l.address,
+                     l.bytes, data.threads[l.track].tid);
+      detail::append_us(out, l.ns);
+      out.push_back('}');
+    }
   }
   fmt::format_to(it, "],\n\"traceEvents\":[");
 
@@ -533,6 +588,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
       fmt::format_to(it, ",\"args\":{{\"lost\":{}}}}}", t.lost);
     }
   }
+  if (!memory.events.empty()) detail::write_memory_events(w, data, memory, pid);  // counts its events
   // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
   // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
   const std::vector<detail::flow_point> flows = flow_paths.build();

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -41,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/analysis/memory.hpp"
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
@@ -701,9 +703,11 @@ class track_writer {
     end_tail_ = padded_bytes(end);
   }
 
-  /// Writes every record; `counter_track(pid, site_event&)` gives a counter's track uuid.
-  template <class CounterTrack>
-  void write(CounterTrack&& counter_track) {
+  /// Writes every record; `counter_track(pid, site_event&)` gives a counter's track uuid, and
+  /// `memory(index, f)` calls `f(const site*, double)` for each counter sample that the memory
+  /// record at `index` of the track makes (its device's allocated or reserved bytes).
+  template <class CounterTrack, class Memory>
+  void write(CounterTrack&& counter_track, Memory&& memory) {
     const thread_track& t = data_.threads[track_];
     open_.clear();
     const clock_calibration clock = data_.clock;
@@ -715,10 +719,19 @@ class track_writer {
     read_track(data_, t, [&](const record* const records, const std::size_t n) {
     for (std::size_t k = 0; k < n; ++k, ++i) {
       const record& r = records[k];
-      site_event& e = sites_.of(r.site);
+      const bool is_memory = r.site->kind == record_kind::memory;
       std::int64_t begin = ns_of(r.begin);
       if (!started_) start(begin);
       if (begin < last_) begin = last_;  // records come oldest first; never step back in time
+      if (is_memory) [[unlikely]] {
+        while (!open_.empty() && open_.back() < begin) close_top();
+        memory(i, [&](const site* s, double value) {
+          site_event& m = sites_.of(s);
+          counter(m, begin, value, counter_track(data_.pid, m));
+        });
+        continue;
+      }
+      site_event& e = sites_.of(r.site);
       if (e.kind == record_kind::scope) {
         std::int64_t end = std::max(ns_of(r.end), begin);
         // Close the scopes that ended before this one began; of two scopes meeting at one
@@ -1072,6 +1085,24 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
     return it->second;
   };
 
+  // Memory records become samples of two counter tracks per device on the host process,
+  // `Allocated <device>` and `Reserved <device>` (their sizes and totals come from pairing the
+  // frees, strata/analysis/memory.hpp); an unpaired free makes none.
+  const memory_profile memory = data.profile_memory ? read_memory(data) : memory_profile{};
+  std::vector<std::unordered_map<std::size_t, std::size_t>> sample_of(data.threads.size());
+  for (std::size_t k = 0; k < memory.events.size(); ++k) sample_of[memory.events[k].track].emplace(memory.events[k].record, k);
+  std::deque<std::string> memory_names;
+  std::map<std::string, site> memory_sites;  // node-based: the sites' addresses stay put
+  const auto memory_site = [&](const std::string& name) -> const site* {
+    auto it = memory_sites.find(name);
+    if (it == memory_sites.end()) {
+      memory_names.push_back(name);
+      it = memory_sites.emplace(name, site{memory_names.back().c_str(), "", 0, layer::user, record_kind::counter,
+                                           nullptr, nullptr, "memory"}).first;
+    }
+    return &it->second;
+  };
+
   // Flows are marked on the slices they bind to, so they are built before the events.
   const pf::flow_marks flows(data);
   const std::uint64_t correlation_iid = names.id(pf::interner::annotation_name, "correlation_id");
@@ -1079,7 +1110,14 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     pf::track_writer w(out, names, sites, flows, data, i, static_cast<std::uint32_t>(i + 2), track_uuids[i],
                        correlation_iid, open_ends);
-    w.write(counter_track);
+    w.write(counter_track, [&](std::size_t index, auto&& sample) {
+      const auto found = sample_of[i].find(index);
+      if (found == sample_of[i].end()) return;
+      const memory_sample& m = memory.events[found->second];
+      const bool reserve = m.op == memory_op::reserve;
+      sample(memory_site((reserve ? "Reserved " : "Allocated ") + device_label(m.device)),
+             static_cast<double>(reserve ? m.total_reserved : m.total_allocated));
+    });
   }
   return out.finish(path);
 }

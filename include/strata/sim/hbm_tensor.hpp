@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/memory.hpp"
 #include "strata/sim/dtype.hpp"
 
 namespace strata {
@@ -35,6 +36,25 @@ namespace detail {
 /// tensor's last handle may go on any thread while the core runs a kernel.
 struct hbm_account {
   std::atomic<std::uint64_t> used{0};
+  std::atomic<std::uint64_t> peak{0};  ///< most bytes in use at once
+  /// The device index of its memory events (`NEURON:<index>`, on the runtime layer of the thread
+  /// that allocates or frees); -1: none recorded (a runtime's scratch core).
+  std::atomic<int> memory_index{0};
+
+  void add(std::uint64_t bytes, const void* what) noexcept {
+    const std::uint64_t now = used.fetch_add(bytes) + bytes;
+    std::uint64_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    const int index = memory_index.load(std::memory_order_relaxed);
+    if (index >= 0)
+      record_alloc(what, bytes, {device_type::neuron, static_cast<std::int8_t>(index)}, layer::runtime);
+  }
+  void remove(std::uint64_t bytes, const void* what) noexcept {
+    const int index = memory_index.load(std::memory_order_relaxed);
+    if (index >= 0) record_free(what, {device_type::neuron, static_cast<std::int8_t>(index)}, layer::runtime);
+    used -= bytes;
+  }
 };
 
 /// One DMA access to an HBM region during a run, for ordering loads and stores that overlap.
@@ -58,11 +78,11 @@ struct hbm_storage {
   hbm_storage(std::string n, shape2 s, dtype t, std::vector<float> v,
               std::shared_ptr<hbm_account> a)
       : name(std::move(n)), shape(s), type(t), values(std::move(v)), account(std::move(a)) {
-    account->used += bytes();
+    account->add(bytes(), this);
   }
   hbm_storage(const hbm_storage&) = delete;
   hbm_storage& operator=(const hbm_storage&) = delete;
-  ~hbm_storage() { account->used -= bytes(); }
+  ~hbm_storage() { account->remove(bytes(), this); }
 
   std::uint64_t bytes() const noexcept { return shape.rows * shape.cols * size_of(type); }
 };

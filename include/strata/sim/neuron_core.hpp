@@ -56,6 +56,13 @@ class neuron_core {
   const cost_params& costs() const noexcept { return costs_; }
   /// Bytes held by live HBM tensors of this core.
   std::uint64_t hbm_used() const noexcept { return hbm_->used.load(); }
+  /// Most bytes held by live HBM tensors of this core at once, since it was made.
+  std::uint64_t hbm_peak() const noexcept { return hbm_->peak.load(); }
+  /// Its HBM tensors' allocations and frees are memory events of device `NEURON:<index>` (a
+  /// session with `profile_memory` records them on the runtime layer of the allocating thread);
+  /// a core alone is 0, a runtime numbers its cores; -1 records none.
+  void set_memory_index(int index) noexcept { hbm_->memory_index.store(index); }
+  int memory_index() const noexcept { return hbm_->memory_index.load(); }
   /// Whether `t` lives in this core's HBM.
   bool owns(const hbm_tensor& t) const noexcept { return t.s_ != nullptr && t.s_->account == hbm_; }
 

@@ -236,6 +236,10 @@ class runtime {
     return t;
   }
 
+  /// Bytes held by core `core`'s live HBM tensors, now and at most since the runtime began.
+  std::uint64_t hbm_used(std::uint32_t core) { return slot(core, "hbm_used").core.hbm_used(); }
+  std::uint64_t hbm_peak(std::uint32_t core) { return slot(core, "hbm_peak").core.hbm_peak(); }
+
   /// A new zero-filled tensor in core `core`'s HBM.
   hbm_tensor empty(std::uint32_t core, std::string name, shape2 shape) {
     core_slot& s = slot(core, "empty");
@@ -273,6 +277,7 @@ class runtime {
     p->inputs_ = std::move(input_shapes);
     p->outputs_ = std::move(output_shapes);
     neuron_core scratch(config_.core(), config_.costs);
+    scratch.set_memory_index(-1);  // a trial run's tensors are no core's memory
     std::vector<hbm_tensor> in, out;
     for (const shape2& s : p->inputs_) in.push_back(scratch.alloc_hbm("input", s));
     for (const shape2& s : p->outputs_) out.push_back(scratch.alloc_hbm("output", s));
@@ -337,7 +342,9 @@ class runtime {
 
  private:
   struct core_slot {
-    core_slot(std::uint32_t i, const core_params& p, const cost_params& c) : index(i), core(p, c) {}
+    core_slot(std::uint32_t i, const core_params& p, const cost_params& c) : index(i), core(p, c) {
+      core.set_memory_index(static_cast<int>(i));
+    }
     std::uint32_t index;
     neuron_core core;
     // Only the scheduler runs kernels on `core`. Allocating HBM tensors from other threads at

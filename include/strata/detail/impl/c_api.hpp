@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+
+#include "strata/memory.hpp"
 #include <string>
 #include <string_view>
 #include <utility>
@@ -259,6 +261,23 @@ void strata_counter(const char* name, double value) {
 void strata_set_thread_name(const char* name) { strata::set_thread_name(name != nullptr ? name : ""); }
 
 void strata_step(void) { strata::detail::mark_step(); }
+
+void strata_alloc(const void* ptr, size_t bytes) { strata::record_alloc(ptr, bytes); }
+
+void strata_free(const void* ptr) { strata::record_free(ptr); }
+
+void strata_alloc_device(strata_device_type device, int index, const void* ptr, size_t bytes) {
+  strata::record_alloc(ptr, bytes, {static_cast<strata::device_type>(device), static_cast<std::int8_t>(index)});
+}
+
+void strata_free_device(strata_device_type device, int index, const void* ptr) {
+  strata::record_free(ptr, {static_cast<strata::device_type>(device), static_cast<std::int8_t>(index)});
+}
+
+void strata_reserve_device(strata_device_type device, int index, long long delta_bytes) {
+  strata::record_reserve(static_cast<std::int64_t>(delta_bytes),
+                         {static_cast<strata::device_type>(device), static_cast<std::int8_t>(index)});
+}
 
 int strata_start_ex(const strata_config* config) {
   using namespace strata::detail;

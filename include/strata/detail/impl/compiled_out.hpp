@@ -59,6 +59,7 @@ averages profiler::key_averages(key_averages_options options) {
 }
 export_result profiler::export_stacks(const std::string&, const std::string&) { return {}; }
 export_result profiler::export_window_trace() { return {}; }
+export_result profiler::export_memory_timeline(const std::string&) { return {}; }
 export_result profiler::snapshot(const std::string&) { return {}; }
 const std::vector<std::string>& profiler::trace_files() {
   return session_->files;

@@ -29,6 +29,7 @@
 
 #include "strata/analysis/key_averages.hpp"
 #include "strata/analysis/stacks.hpp"
+#include "strata/analysis/memory.hpp"
 #include "strata/clock.hpp"
 #include "strata/device.hpp"
 #include "strata/error.hpp"
@@ -452,9 +453,17 @@ struct profiler::session {
                              : std::filesystem::path(path));
   }
 
+  export_result export_memory_timeline(const std::string& path) {
+    if (recording_) throw error("profiler::export_memory_timeline() needs a stopped session; call stop() first");
+    return strata::export_memory_timeline(
+        collected(), path.empty() ? std::filesystem::path(config_.output_dir) / "memory_timeline.json"
+                             : std::filesystem::path(path));
+  }
+
   averages key_averages(key_averages_options options = {}) {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
+    if (config_.profile_memory) options.profile_memory = true;  // the table shows the memory columns
     return strata::key_averages(collected(), options);
   }
 
@@ -619,6 +628,7 @@ struct profiler::session {
     recording_data_.layers = config_.layers;
     recording_data_.buffer_capacity = config_.buffer_capacity;
     recording_data_.overflow = config_.overflow;
+    recording_data_.profile_memory = config_.profile_memory;
     if (config_.overflow == overflow_policy::lossless) recording_data_.memory.limit = config_.memory_limit;
     recording_data_.clock = clock_calibration::begin();
     recording_data_.base_time_ns = detail::wall_minus_steady_ns();
@@ -768,6 +778,9 @@ averages profiler::key_averages(key_averages_options options) {
 }
 export_result profiler::export_stacks(const std::string& path, const std::string& metric) {
   return session_->export_stacks(path, metric);
+}
+export_result profiler::export_memory_timeline(const std::string& path) {
+  return session_->export_memory_timeline(path);
 }
 export_result profiler::export_window_trace() { return session_->export_window_trace(); }
 const std::vector<std::string>& profiler::trace_files() {
