@@ -27,6 +27,7 @@ static void work(long steps) {
   for (i = 0; i < steps; ++i) {
     strata_push("decode");
     strata_push_layer(STRATA_LAYER_FRAMEWORK, "aten::mm");
+    strata_set_flops(2ull * 64 * 64 * 64);
     strata_pop();
     strata_pop();
     strata_step();

@@ -467,6 +467,7 @@ class session_averages {
     bool top_level = true;   // ... and whether that had no parent
     std::uint64_t count = 0;
     std::int64_t self_cpu = 0, cpu_total = 0, self_device = 0, device_total = 0;
+    std::uint64_t flops = 0;  // the site's own events' (a row's flops are not its children's)
   };
 
   /// A host event of the top-level tree being read, in order (parents before children).
@@ -496,6 +497,7 @@ class session_averages {
   struct correlation {
     order_key first_key;          // the id's first host event over all tracks
     std::int64_t device_ns = 0;
+    std::uint64_t device_flops = 0;  // of the device executions: the owner op's FLOPs
     std::uint64_t local_tree = 0;  // the tree of the id's first event in its latest track
     std::uint32_t chain = 0;       // the owner's site, then its alive ancestors' sites, in chains_
     std::uint32_t chain_size = 0;
@@ -569,11 +571,15 @@ class session_averages {
       const std::int64_t end = std::max(begin, data_.ns_of(track, r.end));
       site_sums& sums = sites_[s];
       ++sums.count;
+      sums.flops += r.site->flops;
       if (sums.is_device) {
         sums.self_device += end - begin;
         sums.device_total += end - begin;
-        if (r.payload != 0 && opt_.correlate_device_time)
-          correlations_[correlation_index(r.payload)].device_ns += end - begin;
+        if (r.payload != 0 && opt_.correlate_device_time) {
+          correlation& k = correlations_[correlation_index(r.payload)];
+          k.device_ns += end - begin;
+          k.device_flops += r.site->flops;
+        }
       } else {
         sums.cpu_total += end - begin;
         sums.self_cpu += end - begin;
@@ -640,11 +646,15 @@ class session_averages {
                                 bool count_correlated) {
       site_sums& sums = sites_[s];
       ++sums.count;
+      sums.flops += records[i].site->flops;
       sums.self_device += end - begin;
       sums.device_total += end - begin;
       saw(sums, {begin, end, t, i}, true);
-      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time)
-        correlations_[correlation_index(records[i].payload)].device_ns += end - begin;
+      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time) {
+        correlation& k = correlations_[correlation_index(records[i].payload)];
+        k.device_ns += end - begin;
+        k.device_flops += records[i].site->flops;
+      }
     };
 
     // Records are usually in order already (a collected session sorts them by ticks), and the
@@ -766,6 +776,7 @@ class session_averages {
       const node& e = nodes_[i];
       site_sums& sums = sites_[e.site];
       ++sums.count;
+      sums.flops += sums.site->flops;
       sums.cpu_total += e.duration;
       sums.self_cpu += e.duration;
       if (e.parent != none) sites_[nodes_[survivor(e.parent)].site].self_cpu -= e.duration;
@@ -826,8 +837,9 @@ class session_averages {
   /// rows of its alive ancestors (itself included).
   void attribute_device_time() {
     for (const correlation& k : correlations_) {
-      if (!k.has_host || k.device_ns == 0) continue;
+      if (!k.has_host || (k.device_ns == 0 && k.device_flops == 0)) continue;
       sites_[chains_[k.chain]].self_device += k.device_ns;
+      sites_[chains_[k.chain]].flops += k.device_flops;
       for (std::uint32_t i = 0; i < k.chain_size; ++i) sites_[chains_[k.chain + i]].device_total += k.device_ns;
     }
   }
@@ -871,6 +883,7 @@ class session_averages {
       p.row.cpu_total_ns += s.cpu_total;
       p.row.self_device_ns += s.self_device;
       p.row.device_total_ns += s.device_total;
+      p.row.flops += s.flops;
     }
     std::sort(merged.begin(), merged.end(), [](const pending& a, const pending& b) { return a.first < b.first; });
     averages out;
