@@ -277,18 +277,23 @@ std::string verdict(const std::vector<figures>& all) {
                        " difference is host time.",
                        other.name, best.dispatches, time_text(best.device_ns), time_text(other.device_ns));
   }
-  // Compute- or bandwidth-bound: which of the core's limits the kernels come closer to.
+  // Compute- or bandwidth-bound: which of the core's peaks the kernels come closer to, and
+  // whether they come close to either.
+  const auto bound = [](const figures& f) {
+    const double top = std::max(f.mfu, f.mbu);
+    if (top < 0.5) return "near neither peak: bound by latency (DMA transfers, engine hand-offs)";
+    return f.mbu >= f.mfu ? "bandwidth-bound" : "compute-bound";
+  };
   s += " While the core executes, ";
   for (std::size_t i = 0; i < all.size(); ++i) {
     const figures& f = all[i];
     s += fmt::format("{}{} reaches {:.1f}% MBU and {:.1f}% MFU ({})", i == 0 ? "" : i + 1 == all.size() ? " and " : ", ",
-                     f.name, 100.0 * f.mbu, 100.0 * f.mfu,
-                     f.mbu >= f.mfu ? "bandwidth-bound" : "compute-bound");
+                     f.name, 100.0 * f.mbu, 100.0 * f.mfu, bound(f));
   }
-  s += all.size() == 0 ? "" : ".";
+  s += all.empty() ? "" : ".";
   if (std::all_of(all.begin(), all.end(), [](const figures& f) { return f.mfu < 0.01; }))
-    s += " A softmax does no matmul, so the Tensor engine's FLOPs are not what limits it: HBM traffic"
-         " and the Vector and Scalar engines are.";
+    s += " A softmax does no matmul: its work is HBM traffic and the Vector and Scalar engines', so"
+         " MBU is the figure to raise.";
   return s;
 }
 

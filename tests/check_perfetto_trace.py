@@ -432,7 +432,7 @@ def check_work(trace, slices):
     want = {"aten::mm": {"flops": 1024}, "softmax_kernel": {"flops": 0, "bytes": 2 * 128 * 64 * 4}}
     for name, args in want.items():
         js = [e.get("args", {}) for e in trace["traceEvents"] if e.get("name") == name and e.get("ph") == "X"]
-        pf = [s["args"] for s in slices if s["name"] == name]
+        pf = [s["args"] for track, _ in slices.values() for s in track if s["name"] == name]
         for side, found in (("JSON", js), ("Perfetto", pf)):
             if len(found) != 1 or any(found[0].get(k) != v for k, v in args.items()):
                 fail(f"{side}: {name} has args {found}, expected {args}")
