@@ -281,7 +281,7 @@ std::string verdict(const std::vector<figures>& all) {
   // whether they come close to either.
   const auto bound = [](const figures& f) {
     const double top = std::max(f.mfu, f.mbu);
-    if (top < 0.5) return "near neither peak: bound by latency (DMA transfers, engine hand-offs)";
+    if (top < 0.5) return "latency-bound: near neither peak";
     return f.mbu >= f.mfu ? "bandwidth-bound" : "compute-bound";
   };
   s += " While the core executes, ";
