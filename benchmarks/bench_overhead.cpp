@@ -41,6 +41,7 @@ enum class session {
   capture_all,   ///< every layer captured, a flight recorder's ring: the scope records
   capture_lossless,  ///< every layer captured, a lossless session (blocks, spilled past 256 MiB)
   capture_shapes,  ///< every layer, and the arguments of scopes that carry them
+  capture_flops,   ///< every layer, and the FLOP counts of scopes that carry them (with_flops)
   skip_user,     ///< every layer but `user`: the scope's layer is not captured
   capture_memory,  ///< every layer and memory events (profile_memory)
 };
@@ -62,7 +63,8 @@ void start_session(session mode, std::size_t capacity) {
       .overflow = mode == session::capture_lossless ? strata::overflow_policy::lossless
                                                     : strata::overflow_policy::flight_recorder,
       .record_shapes = mode == session::capture_shapes,
-      .profile_memory = mode == session::capture_memory};
+      .profile_memory = mode == session::capture_memory,
+      .with_flops = mode == session::capture_flops};
   current_profiler().emplace(std::move(config));
   current_profiler()->start();
 }
@@ -105,7 +107,8 @@ void strata_case(benchmark::State& state, session mode, std::size_t capacity) {
   warm_up();
   // The extra cases record once more before the loop (their names interned, their arguments
   // cached), so that the loop measures the steady state.
-  constexpr bool extra = Case == c_range || Case == scope_args_seen || Case == scope_framework;
+  constexpr bool extra =
+      Case == c_range || Case == scope_args_seen || Case == scope_framework || Case == scope_flops;
   if constexpr (extra) Case(0);
   // The C cases over several names push each once first (each name seen before).
   constexpr std::uint64_t names_seen =
@@ -189,6 +192,18 @@ void register_benchmarks() {
                                session::capture_shapes, large_ring);
   benchmark::RegisterBenchmark("scope_args/seen_before", strata_case<scope_args_seen>,
                                session::capture_shapes, large_ring);
+  // A scope with a FLOP count beside the plain scope and the limit baseline, FLOPs recorded
+  // and not.
+  benchmark::RegisterBenchmark("scope_flops/limit_baseline",
+                               limit_case<limit_scope<large_ring>, large_ring>);
+  benchmark::RegisterBenchmark("scope_flops/plain_scope", strata_case<scope_user>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("scope_flops/with_flops_off", strata_case<scope_flops>,
+                               session::capture_all, large_ring);
+  benchmark::RegisterBenchmark("scope_flops/with_flops_on", strata_case<scope_flops>,
+                               session::capture_flops, large_ring);
+  benchmark::RegisterBenchmark("scope_flops/disabled", strata_case<scope_flops>, session::none,
+                               large_ring);
 }
 
 }  // namespace

@@ -39,6 +39,9 @@ using case_fn = std::uint64_t (*)(std::uint64_t) noexcept;
 inline constexpr std::uint64_t engine_name_count = 128;
 [[gnu::noinline]] std::uint64_t scope_args_seen(std::uint64_t x) noexcept;
 [[gnu::noinline]] std::uint64_t scope_framework(std::uint64_t x) noexcept;
+// STRATA_SCOPE_FLOPS with a count computed per call (2·rows·inner·cols, the same every call:
+// a cache hit once seen); without with_flops it must cost what scope_user costs.
+[[gnu::noinline]] std::uint64_t scope_flops(std::uint64_t x) noexcept;
 /// Records each extra case once (takes the buffer, interns the names, caches the arguments).
 void warm_up_extra() noexcept;
 

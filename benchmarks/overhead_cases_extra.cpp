@@ -69,6 +69,12 @@ std::uint64_t scope_args_seen(std::uint64_t x) noexcept {
   return x + 1;
 }
 
+std::uint64_t scope_flops(std::uint64_t x) noexcept {
+  STRATA_SCOPE_FLOPS("gemm", 2 * rows * inner * cols);
+  benchmark::DoNotOptimize(x);
+  return x + 1;
+}
+
 std::uint64_t scope_framework(std::uint64_t x) noexcept {
   STRATA_SCOPE_LAYER(strata::layer::framework, "aten::mm");
   benchmark::DoNotOptimize(x);
@@ -79,6 +85,7 @@ void warm_up_extra() noexcept {
   c_range(0);
   scope_args_seen(0);
   scope_framework(0);
+  scope_flops(0);
 }
 
 }  // namespace strata_bench

@@ -95,6 +95,8 @@ struct figures {
   double latency_ns = 0;       ///< median, first dispatch to the end of the last kernel (device model)
   double wall_ns = 0;          ///< median host wall time to the result, simulation included
   double dma_bytes = 0;        ///< bytes moved between HBM and SBUF
+  double mfu = 0;              ///< the kernels' FLOPs over their device time, of the core's peak
+  double mbu = 0;              ///< their HBM bytes over their device time, of the core's bandwidth
   double max_error = 0;
   std::map<std::string, double> busy_ns;  ///< per engine (DMA: any queue busy)
 };
@@ -182,6 +184,16 @@ figures measure(const std::string& name, const options& o, sim::runtime& rt, con
   f.self_cpu_ns = static_cast<double>(avg.self_cpu_total_ns()) / n;
   f.device_ns = static_cast<double>(avg.self_device_total_ns()) / n;
   f.submissions = static_cast<double>(after.submissions - before.submissions) / n;
+  // Utilisation over the time the core executed: the device rows' FLOPs and HBM bytes.
+  double flops = 0, bytes = 0, device_ns = 0;
+  for (const auto& r : avg.rows) {
+    if (!r.is_device) continue;
+    flops += static_cast<double>(r.flops);
+    bytes += static_cast<double>(r.device_bytes);
+    device_ns += static_cast<double>(r.self_device_ns);
+  }
+  if (device_ns > 0 && avg.peak_flops_per_s > 0) f.mfu = flops * 1e9 / device_ns / avg.peak_flops_per_s;
+  if (device_ns > 0 && avg.peak_hbm_bytes_per_s > 0) f.mbu = bytes * 1e9 / device_ns / avg.peak_hbm_bytes_per_s;
   engine_figures(prof.data(), f);
   f.dispatches /= n;
   f.dma_bytes /= n;
@@ -223,6 +235,8 @@ void print_comparison(const std::vector<figures>& all) {
   row("  host wall (simulating)", [](const figures& f) { return time_text(f.wall_ns); });
   row("HBM<->SBUF traffic", [](const figures& f) { return fmt::format("{:.2f} MiB", f.dma_bytes / 1048576.0); });
   row("NeuronCore busy", [](const figures& f) { return share(f.device_ns, f.latency_ns); });
+  row("MFU (of peak FLOP/s)", [](const figures& f) { return fmt::format("{:.1f}%", 100.0 * f.mfu); });
+  row("MBU (of HBM bandwidth)", [](const figures& f) { return fmt::format("{:.1f}%", 100.0 * f.mbu); });
   for (const char* engine : {"Tensor", "Vector", "Scalar", "GpSimd", "DMA"})
     row(fmt::format("  {} busy", engine), [&](const figures& f) {
       const auto it = f.busy_ns.find(engine);
@@ -263,6 +277,23 @@ std::string verdict(const std::vector<figures>& all) {
                        " difference is host time.",
                        other.name, best.dispatches, time_text(best.device_ns), time_text(other.device_ns));
   }
+  // Compute- or bandwidth-bound: which of the core's peaks the kernels come closer to, and
+  // whether they come close to either.
+  const auto bound = [](const figures& f) {
+    const double top = std::max(f.mfu, f.mbu);
+    if (top < 0.5) return "latency-bound: near neither peak";
+    return f.mbu >= f.mfu ? "bandwidth-bound" : "compute-bound";
+  };
+  s += " While the core executes, ";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const figures& f = all[i];
+    s += fmt::format("{}{} reaches {:.1f}% MBU and {:.1f}% MFU ({})", i == 0 ? "" : i + 1 == all.size() ? " and " : ", ",
+                     f.name, 100.0 * f.mbu, 100.0 * f.mfu, bound(f));
+  }
+  s += all.empty() ? "" : ".";
+  if (std::all_of(all.begin(), all.end(), [](const figures& f) { return f.mfu < 0.01; }))
+    s += " A softmax does no matmul: its work is HBM traffic and the Vector and Scalar engines', so"
+         " MBU is the figure to raise.";
   return s;
 }
 

@@ -33,6 +33,7 @@ static void work(long steps) {
     strata_alloc_device(STRATA_DEVICE_NEURON, 0, kv_block + 32, 16);
     strata_free_device(STRATA_DEVICE_NEURON, 0, kv_block + 32);
     strata_free(kv_block);
+    strata_set_flops(2ull * 64 * 64 * 64);
     strata_pop();
     strata_pop();
     strata_step();

@@ -428,6 +428,21 @@ def check_device(trace, d, thread_names):
         fail("the softmax-like kernel used the Tensor engine; the check needs an idle engine")
 
 
+def check_work(trace, slices):
+    """FLOPs and bytes: a scope's count and a kernel execution's work are args in the JSON and
+    debug annotations in Perfetto; the core's peaks are in otherData."""
+    want = {"aten::mm": {"flops": 1024}, "softmax_kernel": {"flops": 0, "bytes": 2 * 128 * 64 * 4}}
+    for name, args in want.items():
+        js = [e.get("args", {}) for e in trace["traceEvents"] if e.get("name") == name and e.get("ph") == "X"]
+        pf = [s["args"] for track, _ in slices.values() for s in track if s["name"] == name]
+        for side, found in (("JSON", js), ("Perfetto", pf)):
+            if len(found) != 1 or any(found[0].get(k) != v for k, v in args.items()):
+                fail(f"{side}: {name} has args {found}, expected {args}")
+    other = trace.get("otherData", {})
+    if other.get("peak_tflops") != 95 or other.get("peak_hbm_gbps") != 410:
+        fail(f"otherData peaks {other.get('peak_tflops')}, {other.get('peak_hbm_gbps')}: expected trn1's 95, 410")
+
+
 def check_steps(d):
     """The main thread's steps are a thread track of their own in the host process, tid
     2^24 + main's, so that main's scope left open across step() is whole on main's track."""
@@ -499,11 +514,12 @@ def main():
             fail(f"trace.pftrace does not decode: {e}")
             d = None
         if d is not None:
-            thread_names, _ = compare(trace, d, mode)
+            thread_names, slices = compare(trace, d, mode)
             if mode == "hostile":
                 check_hostile(d, check_trace.json.load(open(os.path.join(tmp, "names.json"))))
             elif mode == "device":
                 check_device(trace, d, thread_names)
+                check_work(trace, slices)
             elif mode == "steps":
                 check_steps(d)
             elif mode == "memory":

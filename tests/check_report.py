@@ -285,6 +285,10 @@ def part_usage(report, tmp):
         ([a, a, "--per-file", "--format", "csv"], "--per-file applies to --format table only"),
         ([a, "--per-file", "--compare", a], "--per-file does not apply to --compare"),
         ([a, "--jobs", "0"], "--jobs needs at least 1, not 0"),
+        ([a, "--peak-tflops", "95"], "--peak-tflops and --peak-hbm-gbps go with --utilization"),
+        ([a, "--utilization", "--peak-hbm-gbps", "fast"], "--peak-hbm-gbps needs a positive number, not 'fast'"),
+        ([a, "--utilization", "--peak-tflops", "-1"], "--peak-tflops needs a positive number, not '-1'"),
+        ([a, "--utilization", "--compare", a], "--utilization does not apply to --compare"),
     ]:
         r = run(report, *args, code=2)
         lines = r.stderr.splitlines()

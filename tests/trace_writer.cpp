@@ -267,9 +267,11 @@ int device(const std::filesystem::path& dir) {
   std::vector<float> data(128 * 64, 0.25f);
   sim::hbm_tensor x = core.upload("x", data, {128, 64});
   sim::hbm_tensor y = core.alloc_hbm("y", {128, 64});
-  strata::profiler prof({.output_dir = dir, .buffer_capacity = 1024, .process_name = "device writer"});
+  strata::profiler prof(
+      {.output_dir = dir, .buffer_capacity = 1024, .process_name = "device writer", .with_flops = true});
   strata::set_thread_name("main");
   prof.start();
+  { STRATA_SCOPE_FLOPS_LAYER(strata::layer::framework, "aten::mm", 2 * 4 * 8 * 16); }
   {
     const std::uint64_t id = strata::new_correlation_id();
     strata::scope op(strata::intern(strata::layer::framework, "aten::softmax"), id);

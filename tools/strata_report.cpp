@@ -6,6 +6,7 @@
 // Exit codes: 0 done, 1 a trace could not be read, 2 bad usage.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <exception>
@@ -33,6 +34,7 @@ constexpr std::string_view usage =
     "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
     "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
     "                              [--profile-memory] [--with-flops] [--compare OTHER]\n"
+    "                              [--utilization [--peak-tflops T] [--peak-hbm-gbps G]]\n"
     "                              [--jobs N]\n"
     "       strata-report convert DUMP -o TRACE.json\n"
     "       strata-report stacks TRACE... -o OUT.folded [--metric METRIC]\n"
@@ -67,6 +69,11 @@ constexpr std::string_view help =
     "                          the trace has no [memory] events (shown by default when it has)\n"
     "  --with-flops            show the FLOPs column whenever an op has a count (args.flops),\n"
     "                          as it is by default; without any count torch shows none either\n"
+    "  --utilization           add achieved TFLOP/s, MFU and MBU (% of the device core's peak\n"
+    "                          FLOP/s and HBM bandwidth) over self device time; a strata\n"
+    "                          trace of the simulator carries the peaks (otherData)\n"
+    "  --peak-tflops T         the peak for MFU, in TFLOP/s (a torch trace has none)\n"
+    "  --peak-hbm-gbps G       the HBM bandwidth for MBU, in GB/s\n"
     "  --format FORMAT         table (default), csv or json; csv and json hold every row in\n"
     "                          first-seen order, so they take no --sort-by, --row-limit or\n"
     "                          --top-level-only\n"
@@ -106,6 +113,9 @@ struct options {
   bool top_level_only = false;
   bool profile_memory = false;
   bool with_flops = false;
+  bool utilization = false;
+  double peak_tflops = 0;     // 0: the trace's
+  double peak_hbm_gbps = 0;
   std::string format = "table";
   bool per_file = false;
   unsigned jobs = 2;
@@ -161,6 +171,16 @@ options parse(int argc, char** argv) {
     } else if (arg == "--with-flops") {
       no_value();
       o.with_flops = true;
+    } else if (arg == "--utilization") {
+      no_value();
+      o.utilization = true;
+    } else if (arg == "--peak-tflops" || arg == "--peak-hbm-gbps") {
+      const std::string text(value());
+      double v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
+        throw usage_error{fmt::format("{} needs a positive number, not '{}'", arg, text)};
+      (arg == "--peak-tflops" ? o.peak_tflops : o.peak_hbm_gbps) = v;
     } else if (arg == "--format") {
       o.format = std::string(value());
       if (o.format != "table" && o.format != "csv" && o.format != "json")
@@ -194,6 +214,9 @@ options parse(int argc, char** argv) {
       throw usage_error{std::string(m)};
     }
   }
+  if ((o.peak_tflops > 0 || o.peak_hbm_gbps > 0) && !o.utilization && o.format == "table")
+    throw usage_error{"--peak-tflops and --peak-hbm-gbps go with --utilization"};
+  if (o.utilization && o.compare_with) throw usage_error{"--utilization does not apply to --compare"};
   if (o.top_level_only && o.compare_with) throw usage_error{"--top-level-only does not apply to --compare"};
   if (o.per_file && o.compare_with) throw usage_error{"--per-file does not apply to --compare"};
   if (o.per_file && o.format != "table") throw usage_error{"--per-file applies to --format table only"};
@@ -231,6 +254,13 @@ strata::key_averages_options averages_options(const options& o) {
   return {.group_by_input_shape = o.group_by_input_shape, .profile_memory = o.profile_memory, .with_flops = o.with_flops};
 }
 
+/// The peaks given on the command line, over the trace's.
+strata::averages with_peaks(strata::averages avg, const options& o) {
+  if (o.peak_tflops > 0) avg.peak_flops_per_s = o.peak_tflops * 1e12;
+  if (o.peak_hbm_gbps > 0) avg.peak_hbm_bytes_per_s = o.peak_hbm_gbps * 1e9;
+  return avg;
+}
+
 /// One table over all the files `paths` name.
 strata::averages averages_of(const std::vector<std::filesystem::path>& files, const options& o,
                              std::uint64_t* skipped = nullptr) {
@@ -241,14 +271,15 @@ strata::averages averages_of(const std::vector<std::filesystem::path>& files, co
     tables.push_back(p.table);
     if (skipped != nullptr) *skipped += p.skipped;
   }
-  return strata::merge_averages(tables);
+  return with_peaks(strata::merge_averages(tables), o);
 }
 
 void print_table(const strata::averages& avg, const options& o, std::string_view header) {
   out(avg.table({.sort_by = o.sort_by ? std::string_view(*o.sort_by) : std::string_view(),
                  .row_limit = o.row_limit.value_or(100),
                  .top_level_events_only = o.top_level_only,
-                 .header = header}));
+                 .header = header,
+                 .utilization = o.utilization}));
 }
 
 /// `strata-report convert DUMP -o TRACE`: argv after "convert".
@@ -420,7 +451,7 @@ int run(const options& o) {
       }
       if (!first) out("\n");
       first = false;
-      print_table(part.table, o, part.path.string());
+      print_table(with_peaks(part.table, o), o, part.path.string());
     }
     return 0;
   }

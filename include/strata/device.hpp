@@ -147,6 +147,10 @@ struct device_track {
   std::string_view core_name;   ///< the process name, e.g. "NeuronCore 0 (trn1)"
   std::uint32_t track = 0;
   std::string_view track_name;  ///< e.g. "Tensor", "DMA queue 0"
+  /// The core's peaks, which the tables' utilisation columns (MFU, MBU) and the trace's
+  /// otherData carry; 0: unknown. The first append that gives them sets them for the track.
+  double peak_flops_per_s = 0;
+  double peak_hbm_bytes_per_s = 0;
 };
 
 #if STRATA_ENABLED

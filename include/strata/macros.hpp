@@ -37,6 +37,20 @@
     ::strata::detail::dynamic_name, layer, [&]() -> decltype(auto) { return (name); } \
   }
 
+/// Records the enclosing block as a scope of the user layer that carries a FLOP count: `flops`
+/// (an integer expression) is evaluated only when the session records FLOPs
+/// (`profiler_config::with_flops`); otherwise the scope costs what STRATA_SCOPE costs.
+#define STRATA_SCOPE_FLOPS(name, flops) STRATA_SCOPE_FLOPS_LAYER(::strata::layer::user, name, flops)
+
+/// Records the enclosing block as a scope of `layer` that carries a FLOP count.
+#define STRATA_SCOPE_FLOPS_LAYER(layer, name, flops)                                        \
+  ::strata::scope STRATA_DETAIL_CAT(strata_scope_, __COUNTER__) {                           \
+    ::strata::detail::lazy_site, layer,                                                     \
+        ::strata::detail::flops_site_maker(                                                 \
+            STRATA_DETAIL_SITE(layer, ::strata::record_kind::scope, name),                  \
+            [&]() -> ::std::uint64_t { return static_cast<::std::uint64_t>(flops); })       \
+  }
+
 /// Records a point in time on the user layer.
 #define STRATA_INSTANT(name) STRATA_INSTANT_LAYER(::strata::layer::user, name)
 
@@ -88,6 +102,8 @@
 #define STRATA_SCOPE(name) static_cast<void>(0)
 #define STRATA_SCOPE_LAYER(layer, name) static_cast<void>(0)
 #define STRATA_SCOPE_DYNAMIC(layer, name) static_cast<void>(0)
+#define STRATA_SCOPE_FLOPS(name, flops) static_cast<void>(0)
+#define STRATA_SCOPE_FLOPS_LAYER(layer, name, flops) static_cast<void>(0)
 #define STRATA_INSTANT(name) static_cast<void>(0)
 #define STRATA_INSTANT_LAYER(layer, name) static_cast<void>(0)
 #define STRATA_INSTANT_DYNAMIC(layer, name) static_cast<void>(0)

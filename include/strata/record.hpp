@@ -158,6 +158,10 @@ struct site {
   /// `device.phase`: a kernel phase), whose time the execution's own record carries, or time
   /// a submission spent queued (`runtime.queue`).
   const char* category = nullptr;
+  /// Floating-point operations of one event of this site (torch's `with_flops`), 0: none.
+  /// A scope given a count records an interned site per distinct (site, count), whose
+  /// `args_json` ends with `"flops":N` (strata/scope.hpp, `scope::set_flops`).
+  std::uint64_t flops = 0;
 };
 
 /// One event as a thread's buffer stores it: 32 bytes, trivially copyable, no pointers to

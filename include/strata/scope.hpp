@@ -50,7 +50,56 @@ inline constexpr dynamic_name_t dynamic_name{};
 struct lazy_site_t {};
 inline constexpr lazy_site_t lazy_site{};
 
+/// The calling thread's descriptors that carry a FLOP count: direct-mapped on (site, count),
+/// filled by the implementation on a miss (`cold_path_table::intern_flops`). Reached through a
+/// constant-initialised thread-local pointer, so a hit needs no TLS guard and a thread that
+/// never records a count carries none of it.
+struct flops_cache {
+  static constexpr std::size_t slots = 64;
+  struct entry {
+    const site* base;
+    std::uint64_t flops;
+    const site* result;
+  };
+  entry entries[slots];
+
+  static std::size_t slot_of(const site* base, std::uint64_t flops) noexcept {
+    const std::uint64_t h = (reinterpret_cast<std::uintptr_t>(base) >> 3) ^ (flops * 0x9e3779b97f4a7c15ull);
+    return static_cast<std::size_t>(h ^ (h >> 32)) & (slots - 1);
+  }
+};
+
+inline thread_local constinit flops_cache* tl_flops_cache = nullptr;
+
+/// The descriptor of `base` carrying `flops` (never null): `base` itself when it carries that
+/// count already; one look-up in the thread's cache once the pair has been seen.
+inline const site* site_with_flops(const site* base, std::uint64_t flops) noexcept {
+  if (flops == base->flops) return base;
+  if (const flops_cache* c = tl_flops_cache; c != nullptr) [[likely]] {
+    const flops_cache::entry& e = c->entries[flops_cache::slot_of(base, flops)];
+    if (e.base == base && e.flops == flops) [[likely]]
+      return e.result;
+  }
+  return cold().intern_flops(base, flops);
+}
+
+/// What `scope`'s lazy constructor calls for a scope with a FLOP count: `where` unless the
+/// session records FLOPs; then `count()` is called and `where` with that count is recorded.
+template <class CountFn>
+STRATA_FORCE_INLINE auto flops_site_maker(const site* where, CountFn count) noexcept {
+  return [where, count](std::uint32_t state) -> const site* {
+    if (!records_flops(state)) return where;
+    return site_with_flops(where, static_cast<std::uint64_t>(count()));
+  };
+}
+
 }  // namespace detail
+
+/// A scope's count of floating-point operations, as torch's `with_flops` shows them: what
+/// selects the FLOP-carrying constructor of `scope` (a matmul of M×K by K×N: 2·M·N·K).
+struct flop_count {
+  std::uint64_t value = 0;
+};
 
 /// Records the interval between its construction and destruction on the calling thread.
 /// Use it through `STRATA_SCOPE` and friends; it stays declared (as a no-op) when strata is
@@ -103,6 +152,17 @@ class scope {
 #endif
   }
 
+  /// Opens a scope on `where` that carries `flops` when the session records FLOPs
+  /// (`profiler_config::with_flops`): the table's `Total FLOPs` column and the trace event's
+  /// `args.flops`. Otherwise it records exactly what `scope{where, payload}` does.
+  STRATA_FORCE_INLINE scope(const site* where, flop_count flops, std::uint64_t payload = 0) noexcept
+      : scope(
+            detail::lazy_site, where->layer,
+            [where, flops](std::uint32_t state) noexcept {
+              return detail::records_flops(state) ? detail::site_with_flops(where, flops.value) : where;
+            },
+            payload) {}
+
   /// Opens a scope whose name is only known at run time. `name` is a callable returning a
   /// string (anything with `data()` and `size()`, or a `const char*`); it is called only when
   /// the layer is captured, and the name is interned once per distinct value.
@@ -120,6 +180,26 @@ class scope {
   STRATA_FORCE_INLINE ~scope() {
 #if STRATA_ENABLED
     detail::close_record(mode_, begin_, where_, payload_);
+#endif
+  }
+
+  /// Sets the FLOP count of this scope when it is known only inside it (the last call wins;
+  /// 0: none). Does nothing unless the scope records and the session records FLOPs; then one
+  /// look-up in the thread's cache once the (site, count) pair has been seen.
+  ///
+  /// **Example**
+  /// ```cpp
+  /// static constexpr strata::site where{"attention", __FILE__, __LINE__,
+  ///                                     strata::layer::user, strata::record_kind::scope};
+  /// strata::scope s{&where};
+  /// s.set_flops(4 * 64 * 64 * 128);  // known once the sequence length is
+  /// ```
+  void set_flops(std::uint64_t flops) noexcept {
+#if STRATA_ENABLED
+    if (mode_ != detail::record_mode::off && detail::records_flops(detail::load_state()))
+      where_ = detail::site_with_flops(where_, flops);
+#else
+    static_cast<void>(flops);
 #endif
   }
 

@@ -137,6 +137,10 @@ void strata_push(const char* name);
 void strata_push_layer(strata_layer layer, const char* name);
 /** Closes the calling thread's innermost open range. */
 void strata_pop(void);
+/** Sets the FLOP count of the calling thread's innermost open range (the last call wins; 0:
+ *  none), recorded when the session has strata_config.with_flops: the table's FLOPs column and
+ *  the trace event's args.flops. Without an open range, or FLOPs not recorded, it does nothing. */
+void strata_set_flops(unsigned long long flops);
 /** Records a point in time on the user layer. */
 void strata_instant(const char* name);
 /** Records a point in time on `layer`. */
@@ -226,6 +230,7 @@ int strata_export_stacks(const char* path, const char* metric);
 static inline void strata_push(const char* name) { (void)name; }
 static inline void strata_push_layer(strata_layer layer, const char* name) { (void)layer; (void)name; }
 static inline void strata_pop(void) {}
+static inline void strata_set_flops(unsigned long long flops) { (void)flops; }
 static inline void strata_instant(const char* name) { (void)name; }
 static inline void strata_instant_layer(strata_layer layer, const char* name) { (void)layer; (void)name; }
 static inline void strata_counter(const char* name, double value) { (void)name; (void)value; }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/clock.hpp"
@@ -52,6 +53,9 @@ struct track_identity {
   /// with the same `sort_index`.
   bool steps = false;
   std::uint64_t steps_of = 0;   ///< a steps track: the tid of the thread that called `step()`
+  /// A device track: its core's peak FLOP/s and HBM bytes/s (`device_track`), 0: unknown.
+  double peak_flops_per_s = 0;
+  double peak_hbm_bytes_per_s = 0;
 };
 
 /// The records of one track in one session, oldest first (a parent before its children), and
@@ -119,6 +123,13 @@ struct trace_data {
   }
   /// Threads of the traced process that recorded (or lost) at least one record: neither the
   /// device tracks (one per engine of each captured core) nor the steps tracks count.
+  /// The peaks of the first device track that has them: {FLOP/s, HBM bytes/s}, 0 each unknown.
+  std::pair<double, double> device_peaks() const noexcept {
+    for (const auto& t : threads)
+      if (t.peak_flops_per_s != 0 || t.peak_hbm_bytes_per_s != 0)
+        return {t.peak_flops_per_s, t.peak_hbm_bytes_per_s};
+    return {0.0, 0.0};
+  }
   std::uint64_t host_threads() const noexcept {
     std::uint64_t n = 0;
     for (const auto& t : threads)

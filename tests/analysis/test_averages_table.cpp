@@ -340,12 +340,12 @@ TEST_CASE("csv: the table's columns in nanoseconds, names quoted") {
   CHECK(a.to_csv() ==
         "Name,Input Shapes,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self NEURON,"
         "Self NEURON %,NEURON total,NEURON time avg,# of Calls,Is Device,Top Level,"
-        "CPU Mem,Self CPU Mem,NEURON Mem,Self NEURON Mem,Total FLOPs\n"
-        "\"op, \"\"x\"\"\",\"\",100.00,300,333.33,1000,500,0,0.00,250,125,2,0,1,0,0,0,0,0\n"
-        "\"k\",\"\",0.00,0,0.00,0,0,250,100.00,250,250,1,1,1,0,0,0,0,0\n");
+        "CPU Mem,Self CPU Mem,NEURON Mem,Self NEURON Mem,Total FLOPs,Device Bytes,TFLOP/s,MFU %,MBU %\n"
+        "\"op, \"\"x\"\"\",\"\",100.00,300,333.33,1000,500,0,0.00,250,125,2,0,1,0,0,0,0,0,0,,,\n"
+        "\"k\",\"\",0.00,0,0.00,0,0,250,100.00,250,250,1,1,1,0,0,0,0,0,0,,,\n");
   strata::averages host_only;
   host_only.rows = {make_row("idle", 3, 0, 10)};
-  CHECK(host_only.to_csv().ends_with("\"idle\",\"\",NaN,0,NaN,10,3.3333333333333335,0,NaN,0,0,3,0,1,0,0,0,0,0\n"));
+  CHECK(host_only.to_csv().ends_with("\"idle\",\"\",NaN,0,NaN,10,3.3333333333333335,0,NaN,0,0,3,0,1,0,0,0,0,0,0,,,\n"));
 }
 
 TEST_CASE("json: an object with the totals and one object per row") {
@@ -354,21 +354,25 @@ TEST_CASE("json: an object with the totals and one object per row") {
   a.rows = {make_row("op, \"x\"", 2, 300, 1000, 0, 250), make_row("k", 1, 0, 0, 250, 250, true)};
   CHECK(a.to_json() ==
         "{\"device_name\":\"NEURON\",\"records_lost\":4,\"self_cpu_time_total_ns\":300,"
-        "\"self_device_time_total_ns\":250,\"profile_memory\":false,\"with_flops\":false,\"rows\":[\n"
+        "\"self_device_time_total_ns\":250,\"profile_memory\":false,\"with_flops\":false,"
+        "\"peak_tflops\":null,\"peak_hbm_gbps\":null,\"rows\":[\n"
         "{\"name\":\"op, \\\"x\\\"\",\"input_shapes\":\"\",\"is_device\":false,\"top_level\":true,"
         "\"count\":2,\"self_cpu_time_total_ns\":300,\"cpu_time_total_ns\":1000,\"cpu_time_avg_ns\":500,"
         "\"self_device_time_total_ns\":0,\"device_time_total_ns\":250,\"device_time_avg_ns\":125,"
         "\"cpu_memory_usage\":0,\"self_cpu_memory_usage\":0,\"device_memory_usage\":0,"
-        "\"self_device_memory_usage\":0,\"flops\":0},\n"
+        "\"self_device_memory_usage\":0,\"flops\":0,"
+        "\"device_bytes\":0,\"tflops_per_s\":null,\"mfu\":null,\"mbu\":null},\n"
         "{\"name\":\"k\",\"input_shapes\":\"\",\"is_device\":true,\"top_level\":true,"
         "\"count\":1,\"self_cpu_time_total_ns\":0,\"cpu_time_total_ns\":0,\"cpu_time_avg_ns\":0,"
         "\"self_device_time_total_ns\":250,\"device_time_total_ns\":250,\"device_time_avg_ns\":250,"
         "\"cpu_memory_usage\":0,\"self_cpu_memory_usage\":0,\"device_memory_usage\":0,"
-        "\"self_device_memory_usage\":0,\"flops\":0}]}\n");
+        "\"self_device_memory_usage\":0,\"flops\":0,"
+        "\"device_bytes\":0,\"tflops_per_s\":null,\"mfu\":null,\"mbu\":null}]}\n");
   strata::averages odd;
   odd.rows = {make_row("bad\xff\n", 1, 1, 1)};
   CHECK(odd.to_json().find("\"name\":\"bad\xef\xbf\xbd\\n\"") != std::string::npos);
   CHECK(strata::averages{}.to_json() ==
         "{\"device_name\":\"NEURON\",\"records_lost\":0,\"self_cpu_time_total_ns\":0,"
-        "\"self_device_time_total_ns\":0,\"profile_memory\":false,\"with_flops\":false,\"rows\":[]}\n");
+        "\"self_device_time_total_ns\":0,\"profile_memory\":false,\"with_flops\":false,"
+        "\"peak_tflops\":null,\"peak_hbm_gbps\":null,\"rows\":[]}\n");
 }

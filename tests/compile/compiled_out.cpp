@@ -29,6 +29,12 @@ int dynamic_scope(int x) {
   return work(x + 1);
 }
 
+int flops_scopes(int x) {
+  STRATA_SCOPE_FLOPS("gemm", work(x) * 2);
+  STRATA_SCOPE_FLOPS_LAYER(strata::layer::framework, "aten::mm", ++calls);
+  return work(x) + calls;
+}
+
 void instants(int x) {
   STRATA_INSTANT("start");
   consume("between");

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -43,6 +44,10 @@ struct saved_trace {
   overflow_policy overflow = overflow_policy::lossless;
   std::size_t tracks = 0;         ///< distinct (pid, tid) pairs among the events
   std::uint64_t skipped = 0;      ///< trace events that are not ops (metadata, instants, ...)
+  /// The device core's peaks (strata's otherData.peak_tflops and peak_hbm_gbps, as FLOP/s and
+  /// bytes/s); 0: the trace has none (a torch trace).
+  double peak_flops_per_s = 0;
+  double peak_hbm_bytes_per_s = 0;
 
   /// Whether an op carries a FLOPs count (`args.flops`): strata-report then shows the column.
   bool has_flops() const noexcept {
@@ -233,9 +238,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   enum class slot : std::uint8_t {
     none, trace_events, other_data, dropped, overflow_policy,
     ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims, steps_of,
-    bytes, device_type, flops,
+    bytes, device_type, flops, device_bytes, peak_tflops, peak_hbm_gbps,
   };
-  static constexpr int field_count = 14;  // ph .. flops: the values kept per event
+  static constexpr int field_count = 15;  // ph .. device_bytes: the values kept per event
 
   /// One event's values as text, the first of each key (a repeated key is ignored).
   struct event_fields {
@@ -246,7 +251,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     static int index(slot s) noexcept { return static_cast<int>(s) - static_cast<int>(slot::ph) - (s > slot::args); }
   };
 
-  static bool is_event_field(slot s) noexcept { return s >= slot::ph && s != slot::args; }
+  static bool is_event_field(slot s) noexcept {
+    return s >= slot::ph && s != slot::args && s <= slot::device_bytes;
+  }
 
   bool stop(std::string message) {
     failure_ = std::move(message);
@@ -267,6 +274,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       if (k == "strata_version") strata_seen_ = true;
       else if (k == "dropped") next_ = slot::dropped;
       else if (k == "overflow_policy") next_ = slot::overflow_policy;
+      else if (k == "peak_tflops") next_ = slot::peak_tflops;
+      else if (k == "peak_hbm_gbps") next_ = slot::peak_hbm_gbps;
     } else if (in_event_ && depth_ == events_depth_ + 1) {
       if (k == "ph") next_ = slot::ph;
       else if (k == "cat") next_ = slot::cat;
@@ -284,6 +293,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       else if (k == "Bytes") next_ = slot::bytes;
       else if (k == "Device Type") next_ = slot::device_type;
       else if (k == "flops") next_ = slot::flops;
+      else if (k == "bytes") next_ = slot::device_bytes;  // a strata device execution's HBM bytes
     }
     if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
     return true;
@@ -311,6 +321,18 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       case slot::overflow_policy:
         if (!overflow_) overflow_ = std::string(text);
         return true;
+      case slot::peak_tflops:
+      case slot::peak_hbm_gbps: {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
+          return stop("trace " + source_ + ": otherData." +
+                      (s == slot::peak_tflops ? "peak_tflops" : "peak_hbm_gbps") +
+                      " is not a positive number: " + std::string(text));
+        (s == slot::peak_tflops ? out_.peak_flops_per_s : out_.peak_hbm_bytes_per_s) =
+            v * (s == slot::peak_tflops ? 1e12 : 1e9);
+        return true;
+      }
       case slot::input_dims:
         fields_.text[event_fields::index(s)] = text.empty() ? std::string_view("[]") : text;
         fields_.seen |= 1u << event_fields::index(s);
@@ -471,6 +493,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     }
     if (fields_.has(slot::input_dims)) ev.input_shapes = fields_.get(slot::input_dims);
     if (fields_.has(slot::flops)) ev.flops = parse_unsigned(fields_.get(slot::flops)).value_or(0);
+    if (fields_.has(slot::device_bytes) && ev.layer == layer::device)
+      ev.device_bytes = parse_unsigned(fields_.get(slot::device_bytes)).value_or(0);
     if (is_b) {
       open_[track].push_back(std::move(ev));
       return true;

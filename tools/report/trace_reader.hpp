@@ -147,6 +147,8 @@ inline averages key_averages(const saved_trace& trace, key_averages_options opt 
   averages out = key_averages(std::span<const op_event>(trace.events), std::span<const memory_event>(trace.memory), opt);
   out.records_lost = trace.records_lost;
   out.overflow = trace.overflow;
+  out.peak_flops_per_s = trace.peak_flops_per_s;
+  out.peak_hbm_bytes_per_s = trace.peak_hbm_bytes_per_s;
   return out;
 }
 

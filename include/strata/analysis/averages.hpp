@@ -34,6 +34,14 @@ struct average_row {
   std::int64_t device_memory_usage = 0;
   std::int64_t self_device_memory_usage = 0;
   std::uint64_t flops = 0;  ///< summed over the row's events
+  /// HBM bytes the row's device executions moved (a device row's own; an op's, those of the
+  /// executions its correlation id owns), for the utilisation columns.
+  std::uint64_t device_bytes = 0;
+
+  /// Achieved FLOP/s over the row's self device time (0 without either).
+  double achieved_flops_per_s() const noexcept { return per_device_second(flops); }
+  /// Achieved HBM bytes/s over the row's self device time (0 without either).
+  double achieved_bytes_per_s() const noexcept { return per_device_second(device_bytes); }
 
   double cpu_avg_ns() const noexcept { return avg(cpu_total_ns); }
   double device_avg_ns() const noexcept { return avg(device_total_ns); }
@@ -41,6 +49,9 @@ struct average_row {
  private:
   double avg(std::int64_t total) const noexcept {
     return count == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(count);
+  }
+  double per_device_second(std::uint64_t amount) const noexcept {
+    return self_device_ns <= 0 ? 0.0 : static_cast<double>(amount) * 1e9 / static_cast<double>(self_device_ns);
   }
 };
 
@@ -53,6 +64,11 @@ struct table_options {
   bool top_level_events_only = false;
   std::string_view time_unit = {};        ///< "s", "ms" or "us"; anything else: automatic
   std::string_view header = {};           ///< printed above the table between `=` lines
+  /// Beyond torch: adds, after its columns, the rows' achieved TFLOP/s, MFU (% of the device
+  /// core's peak FLOP/s) and MBU (% of its HBM bandwidth), over self device time: `--` where a
+  /// row has no device time (or no FLOPs, or bytes), MFU/MBU `--` without the peaks
+  /// (`averages::peak_flops_per_s`, `peak_hbm_bytes_per_s`).
+  bool utilization = false;
 };
 
 /// Throws `strata::error` naming the known keys unless `sort_by` is one `table_options::sort_by`
@@ -86,6 +102,9 @@ struct averages {
   overflow_policy overflow = overflow_policy::lossless;
   bool profile_memory = false;  ///< copied from the options: print CPU Mem, Self CPU Mem, ...
   bool with_flops = false;      ///< copied from the options: print Total FLOPs
+  /// The device core's peaks for the utilisation columns (the trace's, or given); 0: unknown.
+  double peak_flops_per_s = 0;
+  double peak_hbm_bytes_per_s = 0;
 
   /// Sum of self CPU time over all rows (the CPU percentages' denominator).
   std::int64_t self_cpu_total_ns() const noexcept {

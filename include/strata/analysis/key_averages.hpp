@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -42,6 +43,9 @@ struct op_event {
   /// the top-level events of that track that begin within it (docs/key-averages.md).
   std::uint64_t steps_of = not_a_step;
   std::uint64_t flops = 0;  ///< floating-point operations of the op (torch's with_flops), summed per row
+  /// A device event: the HBM bytes it moved (a strata trace's `args.bytes`), for the
+  /// utilisation columns; its flops and bytes also go to the op that owns its correlation id.
+  std::uint64_t device_bytes = 0;
 
   static constexpr std::uint64_t not_a_step = static_cast<std::uint64_t>(-1);
 };
@@ -62,6 +66,7 @@ struct ka_node {
   std::size_t parent = npos;
   std::vector<std::size_t> children;
   std::int64_t own_device_ns = 0;  ///< correlated device time this event owns
+  std::uint64_t own_device_flops = 0, own_device_bytes = 0;  ///< ... and that time's work
   std::int64_t device_total_ns = 0;
   std::size_t depth = 0;
   bool alive = true;
@@ -190,7 +195,10 @@ inline averages key_averages(std::span<const op_event> events, std::span<const m
     for (std::size_t i = 0; i < n; ++i) {
       if (!is_device(i) || events[i].correlation_id == 0) continue;
       const auto it = owner.find(events[i].correlation_id);
-      if (it != owner.end()) nodes[it->second].own_device_ns += detail::duration(events[i]);
+      if (it == owner.end()) continue;
+      nodes[it->second].own_device_ns += detail::duration(events[i]);
+      nodes[it->second].own_device_flops += events[i].flops;
+      nodes[it->second].own_device_bytes += events[i].device_bytes;
     }
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -360,8 +368,11 @@ inline averages key_averages(std::span<const op_event> events, std::span<const m
     if (is_device(i)) {
       r.self_device_ns += d;
       r.device_total_ns += d;
+      r.device_bytes += e.device_bytes;
       continue;
     }
+    r.flops += nodes[i].own_device_flops;
+    r.device_bytes += nodes[i].own_device_bytes;
     std::int64_t children = 0, children_host = 0, children_device = 0;
     for (std::size_t c : nodes[i].children) {
       children += detail::duration(events[c]);
@@ -470,6 +481,9 @@ class session_averages {
     std::uint64_t count = 0;
     std::int64_t self_cpu = 0, cpu_total = 0, self_device = 0, device_total = 0;
     std::int64_t cpu_memory = 0, self_cpu_memory = 0, device_memory = 0, self_device_memory = 0;
+    std::uint64_t flops = 0;  // the site's own events' (a row's flops are not its children's)
+    std::uint64_t bytes = 0;  // HBM bytes of the site's device executions
+    std::uint64_t bytes_per_event = 0;  // a device site's `"bytes":N` argument
   };
 
   /// The memory events of one track, in time order, with prefix sums (host, device) so that an
@@ -514,6 +528,8 @@ class session_averages {
   struct correlation {
     order_key first_key;          // the id's first host event over all tracks
     std::int64_t device_ns = 0;
+    std::uint64_t device_flops = 0;  // of the device executions: the owner op's FLOPs
+    std::uint64_t device_bytes = 0;  // ... and HBM bytes
     std::uint64_t local_tree = 0;  // the tree of the id's first event in its latest track
     std::uint32_t chain = 0;       // the owner's site, then its alive ancestors' sites, in chains_
     std::uint32_t chain_size = 0;
@@ -528,6 +544,22 @@ class session_averages {
     std::uint32_t chain = 0, chain_size = 0;
   };
 
+  /// The `"bytes":N` member of a device site's arguments (a simulated execution's HBM bytes).
+  static std::uint64_t bytes_argument(const char* args_json) noexcept {
+    if (args_json == nullptr) return 0;
+    const std::string_view args(args_json);
+    constexpr std::string_view key = "\"bytes\":";
+    for (std::size_t at = args.find(key); at != std::string_view::npos; at = args.find(key, at + 1)) {
+      if (at != 0 && args[at - 1] != ',') continue;  // a member's name, not inside a string
+      std::uint64_t v = 0;
+      std::size_t i = at + key.size();
+      if (i >= args.size() || args[i] < '0' || args[i] > '9') return 0;
+      for (; i < args.size() && args[i] >= '0' && args[i] <= '9'; ++i) v = v * 10 + static_cast<std::uint64_t>(args[i] - '0');
+      return v;
+    }
+    return 0;
+  }
+
   std::uint32_t site_index(const site* s) {
     if (s == last_site_) return last_site_index_;
     const std::pair<std::uint32_t, bool> found = site_ids_.find_or_add(reinterpret_cast<std::uintptr_t>(s));
@@ -539,6 +571,7 @@ class session_averages {
                       .first->second;
       sums.is_device = s->layer == layer::device;
       sums.is_op = s->layer == layer::framework || s->layer == layer::user;
+      if (sums.is_device) sums.bytes_per_event = bytes_argument(s->args_json);
       sites_.push_back(sums);
     }
     last_site_ = s;
@@ -587,11 +620,17 @@ class session_averages {
       const std::int64_t end = std::max(begin, data_.ns_of(track, r.end));
       site_sums& sums = sites_[s];
       ++sums.count;
+      sums.flops += r.site->flops;
       if (sums.is_device) {
+        sums.bytes += sums.bytes_per_event;
         sums.self_device += end - begin;
         sums.device_total += end - begin;
-        if (r.payload != 0 && opt_.correlate_device_time)
-          correlations_[correlation_index(r.payload)].device_ns += end - begin;
+        if (r.payload != 0 && opt_.correlate_device_time) {
+          correlation& k = correlations_[correlation_index(r.payload)];
+          k.device_ns += end - begin;
+          k.device_flops += r.site->flops;
+          k.device_bytes += sums.bytes_per_event;
+        }
       } else {
         sums.cpu_total += end - begin;
         sums.self_cpu += end - begin;
@@ -661,11 +700,17 @@ class session_averages {
                                 bool count_correlated) {
       site_sums& sums = sites_[s];
       ++sums.count;
+      sums.flops += records[i].site->flops;
+      sums.bytes += sums.bytes_per_event;
       sums.self_device += end - begin;
       sums.device_total += end - begin;
       saw(sums, {begin, end, t, i}, true);
-      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time)
-        correlations_[correlation_index(records[i].payload)].device_ns += end - begin;
+      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time) {
+        correlation& k = correlations_[correlation_index(records[i].payload)];
+        k.device_ns += end - begin;
+        k.device_flops += records[i].site->flops;
+        k.device_bytes += sums.bytes_per_event;
+      }
     };
 
     // Records are usually in order already (a collected session sorts them by ticks), and the
@@ -846,6 +891,7 @@ class session_averages {
       const node& e = nodes_[i];
       site_sums& sums = sites_[e.site];
       ++sums.count;
+      sums.flops += sums.site->flops;
       sums.cpu_total += e.duration;
       sums.self_cpu += e.duration;
       if (e.parent != none) sites_[nodes_[survivor(e.parent)].site].self_cpu -= e.duration;
@@ -920,8 +966,10 @@ class session_averages {
   /// rows of its alive ancestors (itself included).
   void attribute_device_time() {
     for (const correlation& k : correlations_) {
-      if (!k.has_host || k.device_ns == 0) continue;
+      if (!k.has_host || (k.device_ns == 0 && k.device_flops == 0 && k.device_bytes == 0)) continue;
       sites_[chains_[k.chain]].self_device += k.device_ns;
+      sites_[chains_[k.chain]].flops += k.device_flops;
+      sites_[chains_[k.chain]].bytes += k.device_bytes;
       for (std::uint32_t i = 0; i < k.chain_size; ++i) sites_[chains_[k.chain + i]].device_total += k.device_ns;
     }
   }
@@ -965,6 +1013,8 @@ class session_averages {
       p.row.cpu_total_ns += s.cpu_total;
       p.row.self_device_ns += s.self_device;
       p.row.device_total_ns += s.device_total;
+      p.row.flops += s.flops;
+      p.row.device_bytes += s.bytes;
       p.row.cpu_memory_usage += s.cpu_memory;
       p.row.self_cpu_memory_usage += s.self_cpu_memory;
       p.row.device_memory_usage += s.device_memory;
@@ -998,6 +1048,7 @@ class session_averages {
     out.device_name = opt_.device_name;
     out.profile_memory = opt_.profile_memory;
     out.with_flops = opt_.with_flops;
+    std::tie(out.peak_flops_per_s, out.peak_hbm_bytes_per_s) = data_.device_peaks();
     out.rows.reserve(merged.size());
     for (pending& p : merged) out.rows.push_back(std::move(p.row));
     return out;

@@ -36,6 +36,8 @@ inline averages merge_averages(std::span<const averages> parts) {
     out.profile_memory = out.profile_memory || part.profile_memory;
     out.with_flops = out.with_flops || part.with_flops;
     out.records_lost += part.records_lost;
+    if (out.peak_flops_per_s == 0) out.peak_flops_per_s = part.peak_flops_per_s;
+    if (out.peak_hbm_bytes_per_s == 0) out.peak_hbm_bytes_per_s = part.peak_hbm_bytes_per_s;
     if (part.records_lost > 0 && !lost_seen) {
       lost_seen = true;
       out.overflow = part.overflow;
@@ -62,6 +64,7 @@ inline averages merge_averages(std::span<const averages> parts) {
       sum.device_memory_usage += r.device_memory_usage;
       sum.self_device_memory_usage += r.self_device_memory_usage;
       sum.flops += r.flops;
+      sum.device_bytes += r.device_bytes;
     }
   }
   return out;

@@ -35,7 +35,7 @@ class intern_table {
                   std::string_view args_json) {
     std::lock_guard lock(mutex_);
     const std::string_view category = like.category != nullptr ? like.category : "";
-    const key_view key{like.layer, like.kind, name, input_shapes, args_json, category};
+    const key_view key{like.layer, like.kind, name, input_shapes, args_json, category, like.flops};
     auto it = sites_.find(key);
     if (it != sites_.end()) return it->second;
     const char* stored_name = store(name);
@@ -43,9 +43,9 @@ class intern_table {
     const char* stored_args = args_json.empty() ? nullptr : store(args_json);
     const site& s = storage_.emplace_back(site{stored_name, like.file != nullptr ? like.file : "",
                                                like.line, like.layer, like.kind, stored_shapes,
-                                               stored_args, like.category});
+                                               stored_args, like.category, like.flops});
     sites_.emplace(key_view{like.layer, like.kind, stored_name, input_shapes.empty() ? "" : stored_shapes,
-                            args_json.empty() ? "" : stored_args, category},
+                            args_json.empty() ? "" : stored_args, category, like.flops},
                    &s);
     return &s;
   }
@@ -63,6 +63,7 @@ class intern_table {
     std::string_view input_shapes;
     std::string_view args_json;
     std::string_view category;  // points to the caller's static storage
+    std::uint64_t flops;
     bool operator==(const key_view&) const = default;
   };
   struct key_hash {
@@ -72,6 +73,7 @@ class intern_table {
       x = x * 31 + h(v.input_shapes);
       x = x * 31 + h(v.args_json);
       x = x * 31 + h(v.category);
+      x = x * 31 + static_cast<std::size_t>(v.flops);
       return x ^ (static_cast<std::size_t>(v.l) << 3 | static_cast<std::size_t>(v.k));
     }
   };
@@ -138,10 +140,11 @@ inline const site* intern_like_cached(const site& like, std::string_view name,
   const struct {
     const char* file;
     const char* category;
+    std::uint64_t flops;
     std::uint32_t line;
     ::strata::layer layer;
     record_kind kind;
-  } fixed{like.file, like.category, like.line, like.layer, like.kind};
+  } fixed{like.file, like.category, like.flops, like.line, like.layer, like.kind};
   key.assign(reinterpret_cast<const char*>(&fixed), sizeof fixed);
   key.append(name);
   key.push_back('\0');

@@ -134,6 +134,10 @@ struct cold_path_table {
   void (*set_thread_name)(const char* name, std::size_t size) noexcept;
   /// A step boundary for the running profiler (STRATA_STEP).
   void (*step)() noexcept;
+  /// The descriptor of `base` carrying the FLOP count `flops` (strata/scope.hpp's
+  /// `site_with_flops`), remembered in the calling thread's `flops_cache`; `base` itself
+  /// when it cannot be interned.
+  const site* (*intern_flops)(const site* base, std::uint64_t flops) noexcept;
 };
 
 /// What a descriptor request gets when it cannot be served: no implementation is compiled
@@ -156,8 +160,9 @@ inline const site* intern_args(const site* base, const std::uint64_t*, std::size
 }
 inline void set_thread_name(const char*, std::size_t) noexcept {}
 inline void step() noexcept {}
-inline constexpr cold_path_table table{prepare_to_record, push_slow,      portable_ticks, intern,
-                                       intern_args,       set_thread_name, step};
+inline const site* intern_flops(const site* base, std::uint64_t) noexcept { return base; }
+inline constexpr cold_path_table table{prepare_to_record, push_slow,       portable_ticks, intern,
+                                       intern_args,       set_thread_name, step,           intern_flops};
 }  // namespace no_implementation
 
 /// The installed cold paths: a C++17 inline variable, so one per process across the executable

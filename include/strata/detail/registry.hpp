@@ -299,7 +299,8 @@ class registry {
   /// were taken. Any thread may call it; the registry's lock orders the appends.
   std::size_t append_device_records(std::uint64_t pid, std::string_view process_name,
                                     std::uint64_t tid, std::string_view track_name,
-                                    std::span<const record> records) {
+                                    std::span<const record> records, double peak_flops_per_s = 0,
+                                    double peak_hbm_bytes_per_s = 0) {
     std::lock_guard lock(mutex_);
     if ((load_state() & layer_set::bit(layer::device)) == 0) return 0;
     auto [at, fresh] = device_tracks_.try_emplace({pid, tid});
@@ -312,6 +313,8 @@ class registry {
       track.id.process_name = std::string(process_name);
       track.id.timestamps_in_ns = true;
     }
+    if (track.id.peak_flops_per_s == 0) track.id.peak_flops_per_s = peak_flops_per_s;
+    if (track.id.peak_hbm_bytes_per_s == 0) track.id.peak_hbm_bytes_per_s = peak_hbm_bytes_per_s;
     std::size_t& taken_so_far = device_counts_[pid];
     std::size_t take = records.size();
     if (settings_.max_events_per_core != 0)

@@ -496,6 +496,11 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   detail::append_us(out, data.clock.to_ns(data.start_ticks));
   fmt::format_to(it, ",\"session_stop_us\":");
   detail::append_us(out, data.clock.to_ns(data.stop_ticks));
+  if (const auto [flops, hbm] = data.device_peaks(); flops > 0 || hbm > 0) {
+    // The device's peaks, for MFU and MBU when the trace is read again (strata-report
+    // --utilization): TFLOP/s and GB/s, as Neuron's documentation states them.
+    fmt::format_to(it, ",\"peak_tflops\":{},\"peak_hbm_gbps\":{}", flops / 1e12, hbm / 1e9);
+  }
   if (data.memory.limit != 0) {
     // A lossless session's memory: its limit, what went through the spill file, its peak.
     fmt::format_to(it, ",\"memory_limit\":{},\"spilled\":{},\"spill_bytes\":{},\"peak_memory\":{}",

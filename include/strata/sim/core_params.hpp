@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "strata/error.hpp"
+#include "strata/sim/dtype.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -54,6 +55,21 @@ struct core_params {
   std::uint32_t cores_per_device = 0;         ///< NeuronCores sharing that HBM bandwidth
   std::uint64_t hbm_bytes = 0;                ///< device HBM capacity
 
+  // Peaks of one NeuronCore, what MFU and MBU are measured against: the Tensor engine's dense
+  // FLOP/s per operand class (AWS's figures; the cost model's perfectly tiled matmul reaches
+  // 87-99% of them, docs/simulator.md) and the core's share of the device's HBM bandwidth.
+  double peak_bf16_flops_per_s = 0;  ///< BF16/FP16/TF32 operands
+  double peak_fp32_flops_per_s = 0;  ///< FP32 operands
+
+  /// The Tensor engine's peak FLOP/s for matmuls on `operands`.
+  constexpr double peak_flops_per_s(dtype operands) const noexcept {
+    return operands == dtype::fp32 ? peak_fp32_flops_per_s : peak_bf16_flops_per_s;
+  }
+  /// The core's share of the device's HBM bandwidth (bytes/s).
+  constexpr double hbm_bytes_per_s_per_core() const noexcept {
+    return cores_per_device != 0 ? hbm_bytes_per_s / cores_per_device : hbm_bytes_per_s;
+  }
+
   constexpr std::uint64_t sbuf_bytes() const noexcept {
     return sbuf_bytes_per_partition * partitions;
   }
@@ -88,6 +104,8 @@ constexpr core_params params_for(core_generation g) noexcept {
     p.hbm_bytes_per_s = 820e9;
     p.cores_per_device = 2;
     p.hbm_bytes = 32ull * 1024 * 1024 * 1024;
+    p.peak_bf16_flops_per_s = 95e12;   // 190 TFLOPS per Trainium chip of two cores
+    p.peak_fp32_flops_per_s = 23.75e12;  // 47.5 TFLOPS per chip
   } else {
     p.core_name = "NeuronCore-v3";
     p.tensor_mhz = 2400;
@@ -102,6 +120,8 @@ constexpr core_params params_for(core_generation g) noexcept {
     p.hbm_bytes_per_s = 2.9e12;
     p.cores_per_device = 8;
     p.hbm_bytes = 96ull * 1024 * 1024 * 1024;
+    p.peak_bf16_flops_per_s = 79e12;      // a NeuronCore-v3 Tensor engine
+    p.peak_fp32_flops_per_s = 22.625e12;  // 181 TFLOPS per Trainium2 chip of eight cores
   }
   return p;
 }

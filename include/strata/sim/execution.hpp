@@ -35,6 +35,7 @@ struct executed_instruction {
   std::int64_t end_ps = 0;
   std::uint64_t bytes = 0;       ///< bytes moved (DMA instructions), else 0
   std::uint64_t cycles = 0;      ///< engine cycles charged (compute engines), else 0
+  std::uint64_t flops = 0;       ///< floating-point operations: a matmul's 2·K·M·N, else 0
   std::int32_t phase = -1;       ///< innermost phase (index into execution::phases), -1: none
   /// Instructions this one waited for or had to follow (data and anti-dependencies, any
   /// engine): ids, ascending. The previous instruction on the same engine is implied.
@@ -86,6 +87,11 @@ struct execution {
   std::vector<counter_sample> counters = {};  ///< by time, then by counter
   std::int64_t duration_ps = 0;               ///< end of the last instruction
   std::vector<engine_busy> busy = {};         ///< engines that ran anything, by track_index
+  /// The kernel's work: the Tensor engine's matmul FLOPs (2·K·M·N each; transposes and
+  /// Vector/Scalar/GpSimd element work are not counted, as model FLOPs utilisation counts
+  /// them) and the bytes its DMA queues moved between HBM and SBUF.
+  std::uint64_t flops = 0;
+  std::uint64_t hbm_bytes = 0;
 
   double duration_ns() const noexcept { return ps_to_ns(duration_ps); }
 

@@ -150,12 +150,12 @@ class kernel {
       }
     const dtype t = (st.type == dtype::fp32 || mv.type == dtype::fp32) ? dtype::fp32 : dtype::bf16;
     const auto cycles = matmul_cycles(mv.free, t, costs_);
-    if (accumulate)
-      sched_.issue(tensor(), op, cycles_to_ps(cycles, params_.tensor_mhz), cycles, 0,
-                   {&st, &mv, &o}, &o);
-    else
-      sched_.issue(tensor(), op, cycles_to_ps(cycles, params_.tensor_mhz), cycles, 0, {&st, &mv},
-                   &o);
+    const std::uint32_t id =
+        accumulate ? sched_.issue(tensor(), op, cycles_to_ps(cycles, params_.tensor_mhz), cycles, 0,
+                                  {&st, &mv, &o}, &o)
+                   : sched_.issue(tensor(), op, cycles_to_ps(cycles, params_.tensor_mhz), cycles, 0,
+                                  {&st, &mv}, &o);
+    sched_.set_flops(id, std::uint64_t{2} * st.partitions * st.free * mv.free);
   }
 
   /// stationary[K, M]^T @ moving[K, N] into a new [M, N] PSUM tile.

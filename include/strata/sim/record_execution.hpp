@@ -118,6 +118,14 @@ inline const site* device_site(std::string_view name, record_kind kind, const ch
   return intern_site(like, name);
 }
 
+/// The descriptor of the execution itself: the kernel's name, with its FLOPs (the site's count,
+/// which key_averages sums and gives the launching op) and HBM bytes as the trace event's args.
+inline const site* execution_site(const execution& ex) {
+  site like{nullptr, "", 0, layer::device, record_kind::scope};
+  like.flops = ex.flops;
+  return intern_site(like, ex.kernel_name, fmt::format("\"flops\":{},\"bytes\":{}", ex.flops, ex.hbm_bytes));
+}
+
 }  // namespace detail
 
 /// The trace process name of core `core`: "NeuronCore 0 (trn1)".
@@ -141,11 +149,17 @@ inline recorded_execution record_execution(const execution& ex, const device_lau
   const std::string process = core_process_name(at.core, ex.generation);
   detail::name_engine_tracks(at.core, process, ex.generation);
   const std::uint64_t c = at.correlation_id;
+  const core_params params = params_for(ex.generation);
   const auto append = [&](std::uint32_t track, std::string_view track_name,
                           const std::vector<record>& records) {
     out.records += records.size();
-    out.taken += append_device_records(
-        {.core = at.core, .core_name = process, .track = track, .track_name = track_name}, records);
+    out.taken += append_device_records({.core = at.core,
+                                        .core_name = process,
+                                        .track = track,
+                                        .track_name = track_name,
+                                        .peak_flops_per_s = params.peak_bf16_flops_per_s,
+                                        .peak_hbm_bytes_per_s = params.hbm_bytes_per_s_per_core()},
+                                       records);
   };
 
   // The kernel's own track: the execution, its phases inside it, and the counters. Phases of
@@ -154,7 +168,7 @@ inline recorded_execution record_execution(const execution& ex, const device_lau
   std::vector<std::vector<record>> lanes(1);
   lanes[0].reserve(1 + ex.phases.size() + ex.counters.size());
   lanes[0].push_back({detail::at_ns(at.start_ns, 0), detail::at_ns(at.start_ns, ex.duration_ps),
-                      detail::device_site(ex.kernel_name, record_kind::scope), c});
+                      detail::execution_site(ex), c});
   // Per lane, the slices still open: (end, phase index; -1 for the kernel itself).
   struct open_slice {
     std::int64_t end_ps;

@@ -147,6 +147,9 @@ class scheduler {
     return result_.instructions[id];
   }
 
+  /// The floating-point operations instruction `id` performs (a matmul's 2·K·M·N).
+  void set_flops(std::uint32_t id, std::uint64_t flops) noexcept { result_.instructions[id].flops = flops; }
+
   std::size_t open_phase(std::string name) {
     phase_span ph;
     ph.name = std::move(name);
@@ -172,6 +175,10 @@ class scheduler {
     sbuf_->close();
     psum_->close();
     result_.duration_ps = end_ps_;
+    for (const executed_instruction& ins : result_.instructions) {
+      result_.flops += ins.flops;
+      if (ins.engine.kind == engine_kind::dma) result_.hbm_bytes += ins.bytes;
+    }
     for (std::size_t i = 0; i < engines_.size(); ++i) {
       if (engines_[i].count == 0) continue;
       engine_busy b;

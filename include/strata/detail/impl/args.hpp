@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <new>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "strata/record.hpp"
+#include "strata/scope.hpp"
 #include "strata/detail/arg_encoding.hpp"
 #include "strata/detail/intern.hpp"
 #include "strata/detail/json_escape.hpp"
@@ -24,7 +27,7 @@ namespace detail {
 
 /// Names the exporter writes itself; a member with one of them is written as `arg:<name>`.
 inline bool is_reserved_arg_name(std::string_view n) noexcept {
-  return n == "Input Dims" || n == "Input Names" || n == "correlation_id";
+  return n == "Input Dims" || n == "Input Names" || n == "correlation_id" || n == "flops";
 }
 
 /// One member of an encoded argument set (arg_encoding.hpp).
@@ -163,6 +166,47 @@ inline const site* intern_encoded_args(const site* base, const std::uint64_t* wo
     return intern_table::instance().get(*base, base->name != nullptr ? base->name : "",
                                         std::string_view(shapes.data(), shapes.size()),
                                         std::string_view(json.data(), json.size()));
+  } catch (...) {
+    return base;
+  }
+}
+
+/// Frees the calling thread's flops_cache when the thread exits; touched only on a miss.
+struct flops_cache_owner {
+  ~flops_cache_owner() {
+    delete tl_flops_cache;
+    tl_flops_cache = nullptr;
+  }
+};
+
+/// The cold path's `intern_flops`: `base` (its name, shapes and arguments) carrying `flops`,
+/// whose trace arguments end with `"flops":N` as torch's do; interned once per distinct pair
+/// and remembered in the thread's cache. `base` itself when it cannot be (out of memory).
+inline const site* intern_flops_site(const site* base, std::uint64_t flops) noexcept {
+  try {
+    std::string_view args = base->args_json != nullptr ? base->args_json : "";
+    if (base->flops != 0) {  // a count set again: the previous one is the arguments' tail
+      const std::size_t at = args.rfind("\"flops\":");
+      if (at != std::string_view::npos) args = args.substr(0, at != 0 ? at - 1 : 0);
+    }
+    std::string json(args);
+    if (flops != 0) {
+      if (!json.empty()) json.push_back(',');
+      fmt::format_to(std::back_inserter(json), "\"flops\":{}", flops);
+    }
+    site like = *base;
+    like.flops = flops;
+    const site* s = intern_table::instance().get(like, base->name != nullptr ? base->name : "",
+                                                 base->input_shapes != nullptr ? base->input_shapes : "",
+                                                 json);
+    if (tl_flops_cache == nullptr) {
+      static thread_local flops_cache_owner owner;  // registers the free at thread exit
+      static_cast<void>(owner);
+      tl_flops_cache = new (std::nothrow) flops_cache{};
+    }
+    if (tl_flops_cache != nullptr)
+      tl_flops_cache->entries[flops_cache::slot_of(base, flops)] = {base, flops, s};
+    return s;
   } catch (...) {
     return base;
   }

@@ -83,6 +83,12 @@ std::string averages::table(const table_options& opt) const {
     headers.push_back("Total " + std::string(unit.header));
     widths.push_back(12);
   }
+  if (opt.utilization) {
+    for (const char* h : {"TFLOP/s", "MFU %", "MBU %"}) {
+      headers.emplace_back(h);
+      widths.push_back(12);
+    }
+  }
 
   const std::int64_t sum_cpu = self_cpu_total_ns();
   const std::int64_t sum_dev = self_device_total_ns();
@@ -139,36 +145,70 @@ std::string averages::table(const table_options& opt) const {
     if (flops)
       cells.push_back(r.flops == 0 ? std::string("--")
                                    : fmt::format("{:8.3f}", static_cast<double>(r.flops) * unit.scale));
+    if (opt.utilization) {
+      const double achieved = r.achieved_flops_per_s(), moved = r.achieved_bytes_per_s();
+      cells.push_back(achieved > 0 ? fmt::format("{:.3f}", achieved / 1e12) : std::string("--"));
+      cells.push_back(achieved > 0 && peak_flops_per_s > 0
+                          ? fmt::format("{:.2f}", achieved * 100.0 / peak_flops_per_s)
+                          : std::string("--"));
+      cells.push_back(moved > 0 && peak_hbm_bytes_per_s > 0
+                          ? fmt::format("{:.2f}", moved * 100.0 / peak_hbm_bytes_per_s)
+                          : std::string("--"));
+    }
     detail::append_row(out, cells, widths);
   }
   detail::append_separator(out, widths);
   out += "Self CPU time total: " + time(static_cast<double>(sum_cpu)) + '\n';
   if (device) out += "Self " + dev + " time total: " + time(static_cast<double>(sum_dev)) + '\n';
+  if (opt.utilization) {
+    if (peak_flops_per_s > 0 || peak_hbm_bytes_per_s > 0)
+      out += fmt::format("Peaks (MFU, MBU): {:.3f} TFLOP/s, {:.3f} GB/s of HBM per core\n",
+                         peak_flops_per_s / 1e12, peak_hbm_bytes_per_s / 1e9);
+    else
+      out += "Peaks (MFU, MBU): none in this trace, so MFU and MBU show -- (strata-report takes "
+             "--peak-tflops and --peak-hbm-gbps)\n";
+  }
   if (records_lost != 0)
     out += fmt::format("Records lost: {} ({}); the times above undercount\n", records_lost,
                        overflow_policy_name(overflow));
   return out;
 }
 
+namespace detail {
+/// Empty (CSV) or `null` (JSON) where a utilisation figure is unknown.
+inline std::string or_null(std::string s) { return s.empty() ? std::string("null") : s; }
+/// A row's achieved TFLOP/s, "" without FLOPs or device time.
+inline std::string tflops_text(const average_row& r) {
+  const double a = r.achieved_flops_per_s();
+  return a > 0 ? fmt::format("{}", a / 1e12) : std::string();
+}
+/// `achieved` as a percentage of `peak`, "" when either is unknown.
+inline std::string share_text(double achieved, double peak) {
+  return achieved > 0 && peak > 0 ? fmt::format("{}", achieved * 100.0 / peak) : std::string();
+}
+}  // namespace detail
+
 std::string averages::to_csv() const {
   const std::string& d = device_name;
   std::string out = fmt::format(
       "Name,Input Shapes,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,"
       "Self {0},Self {0} %,{0} total,{0} time avg,# of Calls,Is Device,Top Level,"
-      "CPU Mem,Self CPU Mem,{0} Mem,Self {0} Mem,Total FLOPs\n", d);
+      "CPU Mem,Self CPU Mem,{0} Mem,Self {0} Mem,Total FLOPs,Device Bytes,TFLOP/s,MFU %,MBU %\n", d);
   const std::int64_t sum_cpu = self_cpu_total_ns();
   const std::int64_t sum_dev = self_device_total_ns();
   for (const auto& r : rows) {
     detail::append_csv_string(out, r.name);
     out += ',';
     detail::append_csv_string(out, r.input_shapes);
-    fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                    percent(r.self_cpu_ns, sum_cpu), r.self_cpu_ns,
                    percent(r.cpu_total_ns, sum_cpu), r.cpu_total_ns, r.cpu_avg_ns(),
                    r.self_device_ns, percent(r.self_device_ns, sum_dev), r.device_total_ns,
                    r.device_avg_ns(), r.count, r.is_device ? 1 : 0, r.top_level ? 1 : 0,
                    r.cpu_memory_usage, r.self_cpu_memory_usage, r.device_memory_usage,
-                   r.self_device_memory_usage, r.flops);
+                   r.self_device_memory_usage, r.flops, r.device_bytes, detail::tflops_text(r),
+                   detail::share_text(r.achieved_flops_per_s(), peak_flops_per_s),
+                   detail::share_text(r.achieved_bytes_per_s(), peak_hbm_bytes_per_s));
   }
   return out;
 }
@@ -179,8 +219,11 @@ std::string averages::to_json() const {
   app("{\"device_name\":");
   detail::append_json_string(out, device_name);
   fmt::format_to(std::back_inserter(out), ",\"records_lost\":{},\"self_cpu_time_total_ns\":{},"
-                 "\"self_device_time_total_ns\":{},\"profile_memory\":{},\"with_flops\":{},\"rows\":[",
-                 records_lost, self_cpu_total_ns(), self_device_total_ns(), profile_memory, with_flops);
+                 "\"self_device_time_total_ns\":{},\"profile_memory\":{},\"with_flops\":{},"
+                 "\"peak_tflops\":{},\"peak_hbm_gbps\":{},\"rows\":[",
+                 records_lost, self_cpu_total_ns(), self_device_total_ns(), profile_memory, with_flops,
+                 peak_flops_per_s > 0 ? fmt::format("{}", peak_flops_per_s / 1e12) : "null",
+                 peak_hbm_bytes_per_s > 0 ? fmt::format("{}", peak_hbm_bytes_per_s / 1e9) : "null");
   bool first = true;
   for (const auto& r : rows) {
     detail::open_json_row(out, first, r.name, r.input_shapes);
@@ -190,15 +233,19 @@ std::string averages::to_json() const {
                    "\"cpu_time_total_ns\":{},\"cpu_time_avg_ns\":{},"
                    "\"self_device_time_total_ns\":{},\"device_time_total_ns\":{},"
                    "\"device_time_avg_ns\":{},\"cpu_memory_usage\":{},\"self_cpu_memory_usage\":{},"
-                   "\"device_memory_usage\":{},\"self_device_memory_usage\":{},\"flops\":{}}}",
+                   "\"device_memory_usage\":{},\"self_device_memory_usage\":{},\"flops\":{},"
+                   "\"device_bytes\":{},\"tflops_per_s\":{},\"mfu\":{},\"mbu\":{}}}",
                    r.is_device, r.top_level, r.count, r.self_cpu_ns, r.cpu_total_ns,
                    r.cpu_avg_ns(), r.self_device_ns, r.device_total_ns, r.device_avg_ns(),
                    r.cpu_memory_usage, r.self_cpu_memory_usage, r.device_memory_usage,
-                   r.self_device_memory_usage, r.flops);
+                   r.self_device_memory_usage, r.flops, r.device_bytes, detail::or_null(detail::tflops_text(r)),
+                   detail::or_null(detail::share_text(r.achieved_flops_per_s(), peak_flops_per_s)),
+                   detail::or_null(detail::share_text(r.achieved_bytes_per_s(), peak_hbm_bytes_per_s)));
   }
   app("]}\n");
   return fmt::to_string(out);
 }
+
 
 std::string averages::percent(std::int64_t part, std::int64_t total) {
   return total == 0 ? std::string("NaN")

@@ -230,6 +230,15 @@ void strata_pop(void) {
   close_record(r.mode, r.begin, r.site, 0);
 }
 
+void strata_set_flops(unsigned long long flops) {
+  using namespace strata::detail;
+  c_api::range_stack& st = c_api::tl_ranges;
+  if (st.depth == 0 || st.depth > c_api::max_depth) return;  // none open, or not stored
+  c_api::open_range& r = st.ranges[st.depth - 1];
+  if (r.mode != record_mode::off && r.site != nullptr && records_flops(load_state()))
+    r.site = site_with_flops(r.site, static_cast<std::uint64_t>(flops));
+}
+
 void strata_instant_layer(strata_layer layer_of_instant, const char* name) {
   using namespace strata::detail;
   const auto l = static_cast<strata::layer>(static_cast<unsigned>(layer_of_instant) & 3u);

@@ -21,6 +21,7 @@ namespace detail {
 void step_active_profiler() noexcept;  // impl/profiler.hpp
 const site* intern_encoded_args(const site* base, const std::uint64_t* words,
                                 std::size_t count) noexcept;  // impl/args.hpp
+const site* intern_flops_site(const site* base, std::uint64_t flops) noexcept;  // impl/args.hpp
 
 namespace implementation {
 
@@ -46,7 +47,8 @@ inline void set_thread_name(const char* name, std::size_t size) noexcept {
 
 inline constexpr cold_path_table table{prepare_to_record_cold, push_slow_cold, portable_ticks,
                                        intern,                 intern_encoded_args,
-                                       set_thread_name,        step_active_profiler};
+                                       set_thread_name,        step_active_profiler,
+                                       intern_flops_site};
 
 }  // namespace implementation
 

@@ -24,7 +24,8 @@ bool device_core_captured(std::uint32_t core) {
 std::size_t append_device_records(const device_track& track, std::span<const record> records) {
   if (!device_core_captured(track.core)) return 0;
   return detail::registry::instance().append_device_records(
-      device_pid(track.core), track.core_name, track.track, track.track_name, records);
+      device_pid(track.core), track.core_name, track.track, track.track_name, records,
+      track.peak_flops_per_s, track.peak_hbm_bytes_per_s);
 }
 
 const site* intern_site(const site& like, std::string_view name, std::string_view args_json) {

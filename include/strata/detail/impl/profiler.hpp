@@ -464,6 +464,7 @@ struct profiler::session {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
     if (config_.profile_memory) options.profile_memory = true;  // the table shows the memory columns
+    if (config_.with_flops) options.with_flops = true;  // torch's table shows what was recorded
     return strata::key_averages(collected(), options);
   }
 
