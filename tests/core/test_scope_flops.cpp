@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/macros.hpp"
@@ -185,4 +186,28 @@ TEST_CASE("C API: strata_set_flops sets the innermost open range's count") {
   CHECK(row(a, "outer")->flops == 9);
   const std::string trace = strata_test::read_file(out);
   CHECK(trace.find("\"flops\":123456") != std::string::npos);
+}
+
+TEST_CASE("threads keep caches of their own, freed when they exit") {
+  strata_test::temp_dir dir("flops-threads");
+  auto config = strata_test::config_in(dir);
+  config.with_flops = true;
+  strata::profiler prof(config);
+  prof.start();
+  std::vector<std::thread> threads;
+  for (std::uint64_t t = 1; t <= 3; ++t)
+    threads.emplace_back([t] {
+      for (std::uint64_t i = 0; i < 200; ++i) {
+        STRATA_SCOPE_FLOPS("threaded gemm", t * 1000 + i % 7);  // 7 counts per thread, reused
+      }
+    });
+  for (auto& th : threads) th.join();  // each thread's cache is freed as it exits
+  prof.stop();
+  std::uint64_t want = 0;
+  for (std::uint64_t t = 1; t <= 3; ++t)
+    for (std::uint64_t i = 0; i < 200; ++i) want += t * 1000 + i % 7;
+  const strata::averages a = prof.key_averages();
+  REQUIRE(row(a, "threaded gemm") != nullptr);
+  CHECK(row(a, "threaded gemm")->count == 600);
+  CHECK(row(a, "threaded gemm")->flops == want);
 }
