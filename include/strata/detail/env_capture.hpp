@@ -269,12 +269,7 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
     config.capture_cores = *cores;
   }
   static_cast<void>(trace_format_from_env(lookup));  // a bad value is named like the others
-  if (auto shapes = get(detail::env_name("STRATA_RECORD_SHAPES")); shapes && !shapes->empty()) {
-    const std::string_view text = detail::trim(*shapes);
-    if (text != "0" && text != "1")
-      throw error("STRATA_RECORD_SHAPES='" + *shapes + "': use 1 to record shapes, 0 not to");
-    config.record_shapes = text == "1";
-  }
+  // An on/off switch: 0 or 1, anything else named with what the 1 does.
   const auto flag = [&](const char* name, const char* what, bool& out) {
     if (auto value = get(name); value && !value->empty()) {
       const std::string_view text = detail::trim(*value);
@@ -283,6 +278,7 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
       out = text == "1";
     }
   };
+  flag(detail::env_name("STRATA_RECORD_SHAPES"), "record shapes", config.record_shapes);
   flag(detail::env_name("STRATA_PROFILE_MEMORY"), "record allocations and frees",
        config.profile_memory);
   flag(detail::env_name("STRATA_WITH_FLOPS"), "record FLOP counts", config.with_flops);
