@@ -12,6 +12,9 @@
 #include "strata/error.hpp"
 #include "strata/detail/table_format.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_averages_table {
+
 namespace {
 
 using strata::layer;
@@ -376,3 +379,5 @@ TEST_CASE("json: an object with the totals and one object per row") {
         "\"self_device_time_total_ns\":0,\"profile_memory\":false,\"with_flops\":false,"
         "\"peak_tflops\":null,\"peak_hbm_gbps\":null,\"rows\":[]}\n");
 }
+
+}  // namespace test_averages_table

@@ -8,6 +8,9 @@
 
 #include "strata/analysis/compare.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_compare {
+
 namespace {
 
 constexpr std::int64_t us = 1000;
@@ -113,3 +116,5 @@ TEST_CASE("compare: csv and json") {
         "\"cpu_time_total_ns_a\":null,\"cpu_time_total_ns_b\":5,\"cpu_time_total_ns_ratio\":null,"
         "\"device_time_total_ns_a\":null,\"device_time_total_ns_b\":0,\"device_time_total_ns_ratio\":null}]\n");
 }
+
+}  // namespace test_compare

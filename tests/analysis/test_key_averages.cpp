@@ -14,6 +14,9 @@
 
 #include "analysis/rows.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_key_averages {
+
 namespace {
 
 using strata::layer;
@@ -587,3 +590,5 @@ TEST_CASE("key_averages: every ProfilerStep#N is one ProfilerStep* row, as torch
   CHECK(row(s, "ProfilerStep*").self_cpu_ns == 70 + 140 + 90);
   CHECK(s.table().find("ProfilerStep#") == std::string::npos);
 }
+
+}  // namespace test_key_averages

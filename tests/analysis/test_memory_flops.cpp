@@ -17,6 +17,9 @@
 
 #include "analysis/rows.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_memory_flops {
+
 namespace {
 
 using strata::layer;
@@ -231,3 +234,5 @@ TEST_CASE("csv and json: the memory and FLOPs fields") {
   CHECK(json.find("\"cpu_memory_usage\":512,\"self_cpu_memory_usage\":512,\"device_memory_usage\":-128,"
                   "\"self_device_memory_usage\":-128,\"flops\":4096,") != std::string::npos);
 }
+
+}  // namespace test_memory_flops

@@ -11,6 +11,9 @@
 #include "report/trace_reader.hpp"
 #include "support.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_memory_round_trip {
+
 namespace {
 
 alignas(64) char block_a[256], block_b[256], block_c[256], device_block[1024];
@@ -79,3 +82,5 @@ TEST_CASE("memory round trip: strata's trace read back gives the session's memor
   CHECK(own.table().find("Self NEURON Mem") != std::string::npos);
   CHECK(read.table().find("Self NEURON Mem") != std::string::npos);
 }
+
+}  // namespace test_memory_round_trip

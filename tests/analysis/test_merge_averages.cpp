@@ -5,6 +5,9 @@
 
 #include "strata/analysis/merge_averages.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_merge_averages {
+
 namespace {
 
 strata::average_row merge_row(std::string name, bool device, std::uint64_t count, std::int64_t self_cpu,
@@ -102,3 +105,5 @@ TEST_CASE("merge_averages: memory and FLOPs add up; their columns show when any 
   CHECK(all.profile_memory);
   CHECK(all.with_flops);
 }
+
+}  // namespace test_merge_averages

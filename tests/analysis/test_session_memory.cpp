@@ -22,6 +22,9 @@
 #include "strata/strata.hpp"
 #include "support.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_session_memory {
+
 namespace {
 
 using strata::device_type;
@@ -294,3 +297,5 @@ TEST_CASE("session memory: export_memory_timeline") {
     CHECK_FALSE(std::filesystem::exists(dir / "no-such-dir"));
   }
 }
+
+}  // namespace test_session_memory

@@ -25,6 +25,9 @@
 
 #include "support.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_stacks {
+
 namespace {
 
 using namespace strata_test;
@@ -341,3 +344,5 @@ TEST_CASE("stacks: torch's own trace gives torch's own per-event self CPU times 
   CHECK(ours == 1353);
 }
 #endif
+
+}  // namespace test_stacks

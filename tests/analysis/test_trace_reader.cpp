@@ -17,6 +17,9 @@
 #include "report/trace_reader.hpp"
 #include "support.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_trace_reader {
+
 using strata::layer;
 using namespace std::string_literals;  // "...\x00..."s keeps the bytes after a NUL
 
@@ -535,3 +538,5 @@ TEST_CASE("trace reader: Kineto's [memory] instants and args.flops") {
 {"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":5,"args":{"Bytes":"lots"}}]})j"),
                        doctest::Contains("traceEvents[0]: a [memory] event needs ts"), strata::error);
 }
+
+}  // namespace test_trace_reader

@@ -9,6 +9,9 @@
 #include "report/trace_set.hpp"
 #include "support.hpp"
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_trace_set {
+
 namespace {
 
 /// A trace of one user scope `name`, `us` microseconds long.
@@ -71,3 +74,5 @@ TEST_CASE("trace set: files read on two threads come back in the order given") {
     }
   }
 }
+
+}  // namespace test_trace_set

@@ -19,6 +19,9 @@
 #define STRATA_TEST_HAS_READER 1
 #endif
 
+// Named for this file: the analysis tests are compiled as one translation unit.
+namespace test_utilization {
+
 namespace {
 
 strata::average_row util_row(std::string name, bool device, std::int64_t self_cpu, std::int64_t self_device,
@@ -163,3 +166,5 @@ TEST_CASE("utilization: a torch trace has no peaks, and says so") {
   CHECK(t.table({.utilization = true}).find("Peaks (MFU, MBU): none in this trace") != std::string::npos);
 }
 #endif
+
+}  // namespace test_utilization
