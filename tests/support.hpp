@@ -103,6 +103,17 @@ inline std::vector<std::string> lines_with(const std::string& text, std::string_
 }
 
 /// The OS thread id, read independently of strata.
+/// Waits until the clock has moved on by a microsecond. Some tick sources advance in steps
+/// (AMD's TSC moves about 10 ns at a time), so two records a few instructions apart can share a
+/// time and then count as simultaneous (an allocation at the instant a scope ends is inside it,
+/// as in torch). A test whose expectation depends on which came first puts one of these between
+/// them.
+inline void let_time_pass() {
+  const std::int64_t from = strata::clock::steady_ns();
+  while (strata::clock::steady_ns() - from < 1000) {
+  }
+}
+
 inline std::uint64_t os_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
 inline std::string_view name_of(const strata::record& r) { return r.site->name; }

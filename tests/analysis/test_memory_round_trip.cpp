@@ -26,22 +26,30 @@ TEST_CASE("memory round trip: strata's trace read back gives the session's memor
   c.profile_memory = true;
   strata::profiler prof(c);
   prof.start();
+  using strata_test::let_time_pass;  // between events whose order in time the figures rely on
   {
     STRATA_SCOPE_LAYER(strata::layer::framework, "aten::conv2d");
     {
       STRATA_SCOPE_LAYER(strata::layer::framework, "aten::empty");
+      let_time_pass();
       STRATA_ALLOC(block_a, 200);
       STRATA_ALLOC_DEVICE(strata::device_type::neuron, 0, device_block, 1000);
+      let_time_pass();
     }
+    let_time_pass();
     STRATA_ALLOC(block_b, 30);
     STRATA_FREE(block_a);
+    let_time_pass();
   }
   std::thread other([] {
     STRATA_SCOPE_LAYER(strata::layer::framework, "aten::relu");
+    let_time_pass();
     STRATA_ALLOC(block_c, 7);
     STRATA_FREE_DEVICE(strata::device_type::neuron, 0, device_block);
+    let_time_pass();
   });
   other.join();
+  let_time_pass();
   STRATA_FREE(block_b);
   prof.stop();
   const strata::averages own = prof.key_averages();

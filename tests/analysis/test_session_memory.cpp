@@ -45,32 +45,48 @@ alignas(64) char neuron_d[8192];
 /// CPU allocated over time: 300 1300 1000 0 50 2050 50 (peak 2050, in producer);
 /// NEURON:0: 4096 (peak, in aten::addmm), reserved 1 MiB; leaks: d (4096 on NEURON:0), c (50).
 strata::profiler& run_program(strata::profiler& prof) {
+  using strata_test::let_time_pass;  // between events whose order in time the figures rely on
   prof.start();
   {
     STRATA_SCOPE_LAYER(layer::framework, "aten::linear");
     {
       STRATA_SCOPE_LAYER(layer::framework, "aten::empty");
+      let_time_pass();
       STRATA_ALLOC(host_a, 300);
+      let_time_pass();
     }
     {
       STRATA_SCOPE_LAYER(layer::framework, "aten::addmm");
+      let_time_pass();
       STRATA_RESERVE(device_type::neuron, 0, 1 << 20);
+      let_time_pass();
       STRATA_ALLOC(host_b, 1000);
+      let_time_pass();
       STRATA_ALLOC_DEVICE(device_type::neuron, 0, neuron_d, 4096);
+      let_time_pass();
       STRATA_FREE(host_a);
+      let_time_pass();
       STRATA_FREE(never_allocated);
+      let_time_pass();
     }
   }
+  let_time_pass();
   STRATA_FREE(host_b);
+  let_time_pass();
   STRATA_ALLOC(host_c, 50);
+  let_time_pass();
   std::thread producer([] {
     STRATA_SCOPE_LAYER(layer::framework, "producer");
+    let_time_pass();
     STRATA_ALLOC(host_e, 2000);
+    let_time_pass();
   });
   producer.join();
   {
     STRATA_SCOPE_LAYER(layer::framework, "consumer");
+    let_time_pass();
     STRATA_FREE(host_e);
+    let_time_pass();
   }
   prof.stop();
   return prof;
@@ -212,9 +228,13 @@ TEST_CASE("session memory: a step holds the memory its ops do not") {
   for (int i = 0; i < 2; ++i) {
     {
       STRATA_SCOPE_LAYER(layer::framework, "aten::mul");
+      strata_test::let_time_pass();
       STRATA_ALLOC(host_a + i, 64);
+      strata_test::let_time_pass();
     }
+    strata_test::let_time_pass();
     STRATA_ALLOC(host_b + i, 8);  // in the step, in no op
+    strata_test::let_time_pass();
     prof.step();
   }
   prof.stop();
