@@ -34,6 +34,16 @@ inline std::shared_ptr<strata::detail::block_store> test_store(bool writer = tru
   return store;
 }
 
+/// What collecting a session gives of `buffer`: take(), then the records of the blocks it
+/// handed over put in front, as ordering the session does (detail/session.hpp).
+inline void take_all(strata::detail::thread_buffer& buffer, strata::thread_track& t) {
+  buffer.take(t);
+  if (t.taken) {
+    t.taken->move_to_front_of(t.records);
+    t.taken.reset();
+  }
+}
+
 /// The producer side: a cursor bound to the buffer, and the same push as the hot path's.
 class buffer_producer {
  public:

@@ -165,7 +165,8 @@ struct site {
 };
 
 /// One event as a thread's buffer stores it: 32 bytes, trivially copyable, no pointers to
-/// anything but static (or interned, never freed) descriptors.
+/// anything but static (or interned, never freed) descriptors; the one exception, a step mark
+/// of a steps track, points into its trace's own `trace_data::step_sites`.
 struct record {
   std::uint64_t begin;        ///< ticks when the scope opened (instant and counter: when)
   std::uint64_t end;          ///< ticks when the scope closed; counter: the value's bits

@@ -16,6 +16,8 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 class spill_file;
+class site_pool;
+class taken_blocks;
 }
 
 /// Where one spilled block's records are in a session's spill file.
@@ -69,6 +71,10 @@ struct thread_track : track_identity {
   std::vector<record> records;
   spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
   std::uint64_t lost = 0;       ///< dropped at the memory limit, or overwritten (flight recorder)
+  /// Between the end of a session and its ordering (detail/session.hpp): the thread's full
+  /// blocks, handed over as they are instead of copied while the session ended; ordering
+  /// moves their records to the front of `records`. Null in an ordered trace.
+  std::shared_ptr<detail::taken_blocks> taken;
 
   /// Every record of the track, in `records` or spilled.
   std::uint64_t record_count() const noexcept {
@@ -105,6 +111,9 @@ struct trace_data {
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
   std::shared_ptr<const detail::spill_file> spill;
+  /// The descriptors of the session's `ProfilerStep#N` marks: its steps tracks' records point
+  /// into it, so it lives as long as the last copy of the trace (detail/intern.hpp).
+  std::shared_ptr<detail::site_pool> step_sites;
 
   /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
   std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {

@@ -5,10 +5,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "strata/detail/intern.hpp"
+#include "strata/detail/registry.hpp"
 #include "strata/macros.hpp"
 #include "strata/profiler.hpp"
 #include "support.hpp"
@@ -101,4 +105,68 @@ TEST_CASE("windows are written in the background, in order, while threads record
   CHECK(strata_test::lines_with(last, "\"ProfilerStep#12\"").size() == 1);
   CHECK(strata_test::lines_with(last, "\"window work\"").empty());
   CHECK(prof.data().recorded() == 1);  // the last window: ProfilerStep#12
+}
+
+namespace {
+
+// Runs `steps` steps of a schedule (`wait` steps between windows of two) in which the stepping
+// thread records `scopes` scopes a step, and returns the block store of each window, as the
+// registry held it while the window recorded.
+std::vector<std::shared_ptr<strata::detail::block_store>> run_windows(strata::profiler& prof,
+                                                                      int steps, int scopes) {
+  std::vector<std::shared_ptr<strata::detail::block_store>> stores;
+  prof.start();
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < scopes; ++i) STRATA_SCOPE("window work");
+    if (prof.recording()) stores.push_back(strata::detail::registry::instance().store());
+    STRATA_STEP();
+  }
+  prof.stop();
+  return stores;
+}
+
+}  // namespace
+
+TEST_CASE("the windows of a schedule share one block store, and its blocks go back at stop") {
+  strata_test::temp_dir dir("step-windows-store");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.wait = 1, .active = 2};
+  constexpr int scopes = 3 * static_cast<int>(strata::detail::record_block::capacity) + 5;
+  strata::profiler prof(config);
+  const auto stores = run_windows(prof, 9, scopes);  // windows of steps 1-2, 4-5, 7-8
+  REQUIRE(stores.size() == 6);
+  CHECK(stores.front() != nullptr);
+  for (const auto& s : stores) CHECK(s == stores.front());
+  CHECK(strata::detail::registry::instance().store() == nullptr);  // released at stop()
+  const std::vector<std::string> files = prof.trace_files();
+  REQUIRE(files.size() == 3);
+  for (const std::string& f : files) {
+    CAPTURE(f);
+    // Every scope of both steps, although each window handed its full blocks over unread.
+    CHECK(strata_test::lines_with(strata_test::read_file(f), "\"window work\"").size() == 2 * scopes);
+  }
+}
+
+TEST_CASE("an endless schedule's step names do not grow the interned names") {
+  strata_test::temp_dir dir("step-windows-names");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.active = 2};
+  std::vector<std::string> names;  // of each window's steps, read while its trace is ready
+  config.on_trace_ready = [&names](strata::profiler& p) {
+    for (const auto& t : p.data().threads)
+      for (const auto& r : t.records)
+        if (std::string_view(r.site->name).starts_with("ProfilerStep#")) names.emplace_back(r.site->name);
+  };
+  strata::profiler prof(config);
+  prof.start();
+  std::size_t after_first = 0;
+  for (int s = 0; s < 400; ++s) {
+    { STRATA_SCOPE_LAYER(strata::layer::framework, "stepper op"); }
+    STRATA_STEP();
+    if (s == 3) after_first = strata::detail::intern_table::instance().size();
+  }
+  prof.stop();
+  CHECK(strata::detail::intern_table::instance().size() == after_first);
+  REQUIRE(names.size() == 401);  // 200 windows of two steps, then step 400 alone
+  for (std::size_t i = 0; i < names.size(); ++i) CHECK(names[i] == "ProfilerStep#" + std::to_string(i));
 }

@@ -46,7 +46,7 @@ TEST_CASE("thread_buffer: a flight recorder keeps exactly its newest records, wh
       CHECK(counted.kept == kept);
       CHECK(counted.lost == n - kept);
       strata::thread_track t;
-      buffer.take(t);
+      strata_test::take_all(buffer, t);
       CHECK(payloads(t.records) == range(n - kept, n));
       CHECK(strata_test::intact(t.records));
       CHECK(t.lost == n - kept);
@@ -72,7 +72,7 @@ TEST_CASE("thread_buffer: reading a flight recorder does not change what it keep
     CHECK(copied.kept == counted.kept);
   }
   strata::thread_track t;
-  buffer.take(t);
+  strata_test::take_all(buffer, t);
   CHECK(payloads(t.records) == range(22, 30));
   CHECK(t.lost == 22);
 }
@@ -86,7 +86,7 @@ TEST_CASE("thread_buffer: a flight recorder takes K + 1 blocks and then reuses i
   for (std::uint64_t i = 10 * block; i < 20 * block; ++i) p.push(make_record(i));
   CHECK(store->stats().peak == 3 * strata::detail::block_bytes);  // however many laps
   strata::thread_track t;
-  buffer.take(t);
+  strata_test::take_all(buffer, t);
   CHECK(payloads(t.records) == range(18 * block, 20 * block));
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("thread_buffer: a flight recorder whose thread exits keeps its newest 
     bool ok = true;
     CHECK(buffer.copy_to(copy, ok).kept == kept);
     strata::thread_track t;
-    buffer.take(t);
+    strata_test::take_all(buffer, t);
     CHECK(payloads(t.records) == range(n - kept, n));
     CHECK(payloads(copy) == payloads(t.records));
     CHECK(t.lost == n - kept);
@@ -129,7 +129,7 @@ TEST_CASE("thread_buffer: a short-lived thread gives its block back when it exit
       }
       buffer.retire();
       strata::thread_track t;
-      buffer.take(t);
+      strata_test::take_all(buffer, t);
       CHECK(payloads(t.records) == range(0, 10));
     }
   }
@@ -153,10 +153,40 @@ TEST_CASE("thread_buffer: a lossless chain keeps every record, in order, across 
     CHECK(payloads(copy) == range(0, n));
     strata::thread_track t;
     store->stop_writer();
-    buffer.take(t);
+    strata_test::take_all(buffer, t);
     CHECK(payloads(t.records) == range(0, n));
     CHECK(strata_test::intact(t.records));
     CHECK(t.lost == 0);
     CHECK(t.spilled.empty());
   }
+}
+
+TEST_CASE("thread_buffer: a chain's full blocks are handed over as they are, and go back to the store") {
+  const std::size_t chunks_before = strata::detail::block_pool::instance().chunk_count();
+  {
+    auto store = strata_test::test_store(false);
+    strata::detail::thread_buffer buffer(store, 0, 0);
+    constexpr std::uint64_t n = 3 * block + 7;
+    {
+      buffer_producer p(buffer);
+      for (std::uint64_t i = 0; i < n; ++i) CHECK(p.push(make_record(i)));
+    }
+    SUBCASE("copied out when the session is put in order") {
+      strata::thread_track t;
+      buffer.take(t);
+      // Only the current block's records were copied; the three full blocks were handed over.
+      CHECK(payloads(t.records) == range(3 * block, n));
+      REQUIRE(t.taken != nullptr);
+      CHECK(t.taken->record_count() == 3 * block);
+      t.taken->move_to_front_of(t.records);
+      CHECK(payloads(t.records) == range(0, n));
+    }
+    SUBCASE("given back unread when the track goes") {
+      strata::thread_track t;
+      buffer.take(t);
+      CHECK(t.taken != nullptr);
+    }
+  }
+  // Every block of the store is back in the pool, so the chunks it mapped are unmapped again.
+  CHECK(strata::detail::block_pool::instance().chunk_count() == chunks_before);
 }

@@ -21,6 +21,12 @@
 //
 // A failed spill write (disk full, directory removed) is reported once on stderr and in the
 // stats; blocks already spilled stay readable, and recording goes on in memory up to the limit.
+//
+// A store outlives one session when the next has the same settings (the windows of a
+// schedule): its writer thread and its free blocks, pages already touched, carry over, so
+// that entering a window neither starts a thread nor faults in memory. Between two sessions
+// the writer spills nothing; what a session keeps is collected while the store is between
+// sessions (end_session() to begin_session()).
 #pragma once
 
 #include <algorithm>
@@ -61,6 +67,7 @@ struct block_entry {
   std::uint64_t offset = 0;       ///< spilled: where its records start in the spill file
   std::uint32_t count = 0;        ///< records in it
   std::uint32_t thread = 0;       ///< the recording thread's registration order
+  std::uint32_t session = 0;      ///< the session (epoch) of the thread's buffer
   place at = place::memory;
 };
 
@@ -75,6 +82,13 @@ struct block_store_settings {
   std::uint64_t pid = 0;
   std::uint32_t session = 0;   ///< the session's epoch, for the spill file's name
   std::uint64_t start_ticks = 0;  ///< when the session began: a scope begun before is not its
+
+  /// Whether a store made with these settings serves a session with `next` as well: the same
+  /// blocks, limit and spill place (the session and its start differ from one to the next).
+  bool same_store_as(const block_store_settings& next) const noexcept {
+    return memory_limit == next.memory_limit && spill == next.spill &&
+           reserve_blocks == next.reserve_blocks && spill_dir == next.spill_dir && pid == next.pid;
+  }
 };
 
 /// What the writer noted of the blocks it spilled of one thread (record_order.hpp): where the
@@ -131,6 +145,53 @@ class block_store {
     if (writer_.joinable()) writer_.join();
   }
 
+  /// Whether the store can serve a session with `next` too (same_store_as its own settings).
+  bool serves(const block_store_settings& next) {
+    std::lock_guard lock(mutex_);
+    return settings_.same_store_as(next);
+  }
+
+  /// The session (epoch) whose blocks the store takes now.
+  std::uint32_t session() {
+    std::lock_guard lock(mutex_);
+    return settings_.session;
+  }
+
+  /// The session that recorded into this store has ended: threads waiting for a block stop
+  /// waiting (and drop), and the writer spills no more. Returns once the writer is not in the
+  /// middle of a spill, so the session's blocks and spill file can be collected.
+  void end_session() noexcept {
+    std::unique_lock lock(mutex_);
+    open_ = false;
+    freed_.notify_all();
+    idle_.wait(lock, [&] { return !spilling_; });
+  }
+
+  /// Starts serving `next` (same_store_as the settings the store was made with): its blocks
+  /// are the free blocks the store keeps, its counters and spill file start afresh. Whatever
+  /// an earlier session's thread still hands over is never spilled into this session's file.
+  void begin_session(std::uint32_t next, std::uint64_t start_ticks) {
+    {
+      std::lock_guard lock(mutex_);
+      settings_.session = next;
+      settings_.start_ticks = start_ticks;
+      max_blocks_ = std::max<std::size_t>(settings_.memory_limit / block_bytes, 1);
+      open_ = true;
+      failed_ = false;
+      fifo_.clear();
+      spilled_threads_.clear();
+      spill_size_ = 0;
+      spill_error_.clear();
+      spilled_records_.store(0, std::memory_order_relaxed);
+      spill_bytes_.store(0, std::memory_order_relaxed);
+      waits_.store(0, std::memory_order_relaxed);
+      spill_failed_.store(false, std::memory_order_relaxed);
+      peak_bytes_.store(0, std::memory_order_relaxed);
+      note_peak_locked();
+    }
+    work_.notify_one();  // the reserve may need topping up
+  }
+
   /// For tests: while paused, the writer neither allocates nor spills.
   void pause_writer(bool paused) {
     {
@@ -164,7 +225,7 @@ class block_store {
         wake_writer_if_due_locked();
         return b;
       }
-      if (!settings_.spill || failed_ || closing_) return nullptr;
+      if (!settings_.spill || failed_ || closing_ || !open_) return nullptr;
       if (!waited) bump(waits_);
       waited = true;
       work_.notify_one();
@@ -176,6 +237,7 @@ class block_store {
   /// chain as `entry`; the writer may spill it once the limit is near.
   void hand_off_locked(block_entry& entry) {
     ++full_;
+    if (entry.session != settings_.session) return;  // a late one of an earlier session: kept, never spilled
     fifo_.push_back(&entry);
     wake_writer_if_due_locked();
   }
@@ -192,16 +254,31 @@ class block_store {
     }
   }
 
-  /// With the lock held: forgets `entry` (its chain is being collected or destroyed), freeing its
-  /// block. An entry being spilled keeps its block until the writer is done (it is stopped before
-  /// a session is collected, so this only happens for a store being torn down).
+  /// With the lock held: forgets `entry` (its chain is being destroyed), its block going back
+  /// as return_taken_locked() takes one. An entry being spilled keeps its block until the writer
+  /// is done (no session is collected while it spills, so this only happens for a store being
+  /// torn down).
   void forget_locked(block_entry& entry) {
-    if (entry.at == block_entry::place::memory) {
-      fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), &entry), fifo_.end());
-      discard_block(entry.block);
+    if (entry.at == block_entry::place::memory) return_taken_locked(take_entry_locked(entry));
+  }
+
+  /// With the lock held: `entry`'s block, in memory, leaves its chain as it is (a session being
+  /// collected hands it over instead of copying it); it still counts against the limit until
+  /// it comes back through return_taken_locked().
+  record_block* take_entry_locked(block_entry& entry) {
+    fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), &entry), fifo_.end());
+    return std::exchange(entry.block, nullptr);
+  }
+
+  /// With the lock held: a block take_entry_locked() handed over, its records copied out.
+  void return_taken_locked(record_block* b) {
+    --full_;
+    if (!closing_ && free_.size() < reserve_) {
+      free_.push_back(b);
+      freed_.notify_all();
+    } else {
+      discard_block(b);
       --allocated_;
-      --full_;
-      entry.block = nullptr;
     }
   }
 
@@ -244,14 +321,14 @@ class block_store {
     return s;
   }
 
-  /// Once the writer is stopped (the session is being collected): nothing more is spilled, so
-  /// forgetting the blocks still in memory need not look for them in the spill queue.
+  /// Once the session ended (it is being collected): nothing more is spilled, so forgetting the
+  /// blocks still in memory need not look for them in the spill queue.
   void clear_spill_queue() {
     std::lock_guard lock(mutex_);
     fifo_.clear();
   }
 
-  /// Once the writer is stopped (the session is being collected): the spill file, its name
+  /// Once the session ended (it is being collected): the spill file, its name
   /// removed, or null if nothing was spilled. The store keeps no reference to it, so the file
   /// (and its disk space) goes when its taker lets go, not when the registry drops this store at
   /// the next session.
@@ -262,7 +339,7 @@ class block_store {
     return std::exchange(spill_, std::make_shared<spill_file>());
   }
 
-  /// Once the writer is stopped: what it noted of the blocks it spilled of thread `thread`
+  /// Once the session ended: what the writer noted of the blocks it spilled of thread `thread`
   /// (a fresh note if none).
   spilled_thread take_spilled(std::uint32_t thread) {
     std::lock_guard lock(mutex_);
@@ -273,8 +350,9 @@ class block_store {
     return t;
   }
 
-  /// Frees the free list (the session is collected; nothing more is recorded into it).
+  /// Stops the writer and frees the free list: no session will record into the store again.
   void release_free_blocks() {
+    stop_writer();
     std::lock_guard lock(mutex_);
     for (record_block* b : free_) free_block(b);
     allocated_ -= free_.size();
@@ -301,7 +379,7 @@ class block_store {
   enum class job { none, allocate, spill };
   job next_job_locked() const noexcept {
     if (paused_) return job::none;
-    const bool can_spill = settings_.spill && !failed_ && !fifo_.empty();
+    const bool can_spill = open_ && settings_.spill && !failed_ && !fifo_.empty();
     if (full_ > max_blocks_ && can_spill) return job::spill;  // a thread is waiting for it
     if (free_.size() >= reserve_) return job::none;
     if (full_ + free_.size() < max_blocks_) return job::allocate;
@@ -337,9 +415,12 @@ class block_store {
       block_entry* e = fifo_.front();
       fifo_.pop_front();
       e->at = block_entry::place::spilling;
+      spilling_ = true;
       lock.unlock();
       std::string error = spill(*e);
       lock.lock();
+      spilling_ = false;
+      idle_.notify_all();
       if (!error.empty()) {
         e->at = block_entry::place::memory;  // stays readable where it is
         fifo_.push_front(e);
@@ -427,7 +508,10 @@ class block_store {
   std::size_t full_ = 0;           // full blocks in memory (spilling ones included)
   bool paused_ = false;
   bool failed_ = false;            // a spill write failed: no more spilling this session
-  bool closing_ = false;
+  bool closing_ = false;           // the writer is stopping: the store serves no more sessions
+  bool open_ = true;               // a session records into the store (spills may go on)
+  bool spilling_ = false;          // the writer is writing a block to the spill file
+  std::condition_variable idle_;   // end_session() waits for a spill to finish
   // What stats() reads without the lock; written under it.
   std::atomic<std::uint64_t> spilled_records_{0};
   std::atomic<std::uint64_t> spill_bytes_{0};
@@ -444,6 +528,65 @@ class block_store {
   std::map<std::uint32_t, spilled_thread> spilled_threads_;  // the writer's, until it stops
   std::uint64_t spill_size_ = 0;   // the writer's own copy of spill_.size()
   std::thread writer_;
+};
+
+/// One thread's blocks as its session handed them over (thread_track::taken): in chain order,
+/// each a block of the store's or a part-filled block's copy. Their records are copied out when
+/// the session is put in order, off the thread that ended it; whatever is not copied by then
+/// (a window discarded unordered) goes back to the store with this.
+class taken_blocks {
+ public:
+  explicit taken_blocks(std::shared_ptr<block_store> store) : store_(std::move(store)) {}
+  taken_blocks(const taken_blocks&) = delete;
+  taken_blocks& operator=(const taken_blocks&) = delete;
+  ~taken_blocks() { give_back(); }
+
+  /// With the store's lock held: the next part of the chain.
+  void add_block_locked(record_block* b, std::uint32_t count) { parts_.push_back({b, {}, count}); }
+  void add_copy(std::vector<record> copy) {
+    const auto n = static_cast<std::uint32_t>(copy.size());
+    parts_.push_back({nullptr, std::move(copy), n});
+  }
+
+  std::size_t record_count() const noexcept {
+    std::size_t n = 0;
+    for (const part& p : parts_) n += p.count;
+    return n;
+  }
+
+  /// Copies every record, in chain order, to `out` (in front of what is there already), then
+  /// gives the blocks back.
+  void move_to_front_of(std::vector<record>& out) {
+    std::vector<record> all;
+    all.reserve(record_count() + out.size());
+    for (const part& p : parts_) {
+      if (p.block != nullptr)
+        all.insert(all.end(), p.block->records, p.block->records + p.count);
+      else
+        all.insert(all.end(), p.copy.begin(), p.copy.end());
+    }
+    all.insert(all.end(), out.begin(), out.end());
+    out = std::move(all);
+    give_back();
+  }
+
+ private:
+  struct part {
+    record_block* block;     // null: a copy
+    std::vector<record> copy;
+    std::uint32_t count;
+  };
+
+  void give_back() noexcept {
+    if (parts_.empty()) return;
+    std::lock_guard lock(store_->mutex());
+    for (const part& p : parts_)
+      if (p.block != nullptr) store_->return_taken_locked(p.block);
+    parts_.clear();
+  }
+
+  std::shared_ptr<block_store> store_;
+  std::vector<part> parts_;
 };
 
 }  // namespace detail

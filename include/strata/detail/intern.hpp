@@ -86,6 +86,22 @@ class intern_table {
   std::unordered_map<key_view, const site*, key_hash> sites_;
 };
 
+/// Descriptors that live as long as the traces that hold them rather than the process: the
+/// `ProfilerStep#N` marks of one window, whose numbers never come back, so interning them would
+/// grow the table without bound on an endless schedule. Made on the profiler's thread; a
+/// descriptor, once made, never moves (readers on other threads hold only its address).
+class site_pool {
+ public:
+  const site* make(layer l, record_kind k, std::string name) {
+    const char* stored = names_.emplace_back(std::move(name)).c_str();
+    return &sites_.emplace_back(site{stored, "", 0, l, k});
+  }
+
+ private:
+  std::deque<std::string> names_;  // deque: element addresses stay put as it grows
+  std::deque<site> sites_;
+};
+
 /// Hashes strings and string_views alike, so the cache is probed without building a string.
 struct transparent_string_hash {
   using is_transparent = void;

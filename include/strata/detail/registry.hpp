@@ -175,9 +175,11 @@ class registry {
     return *r;
   }
 
-  /// Starts a session: later records go into fresh buffers with blocks from a new store.
-  /// Returns the new epoch. The threads' parts of earlier sessions are released here (their
-  /// threads may still hold them until their next record or their exit).
+  /// Starts a session: later records go into fresh buffers, with blocks from the store of the
+  /// session before when its block settings are the same (its writer and free blocks carry
+  /// over: the windows of a schedule), else from a new store. Returns the new epoch. The
+  /// threads' parts of earlier sessions are released here (their threads may still hold them
+  /// until their next record or their exit).
   std::uint32_t begin_session(const session_settings& settings) {
     std::lock_guard lock(mutex_);
     close_gates_locked();
@@ -189,7 +191,6 @@ class registry {
     device_tracks_.clear();
     device_counts_.clear();
     step_tracks_.clear();
-    store_.reset();
     block_store_settings blocks = settings.blocks;
     blocks.session = epoch_;
     if (flight_recorder_keep() != 0) {
@@ -203,8 +204,13 @@ class registry {
       blocks.memory_limit = ready * block_bytes;
       blocks.reserve_blocks = ready;
     }
-    store_ = std::make_shared<block_store>(std::move(blocks));
-    store_->start_writer();
+    if (store_ && store_->serves(blocks)) {
+      store_->begin_session(epoch_, blocks.start_ticks);
+    } else {
+      store_.reset();
+      store_ = std::make_shared<block_store>(std::move(blocks));
+      store_->start_writer();
+    }
     __atomic_store_n(&state,
                      (epoch_ << epoch_shift) | (settings.layers.bits() & layer_mask_bits) |
                          (settings.record_args ? record_args_bit : 0u) |
@@ -214,8 +220,9 @@ class registry {
     return epoch_;
   }
 
-  /// Stops taking records: the hot path sees no captured layer from now on, and the store's
-  /// writer stops (a thread waiting for a block at the memory limit drops instead).
+  /// Stops taking records: the hot path sees no captured layer from now on, and the store
+  /// spills no more (a thread waiting for a block at the memory limit drops instead). The
+  /// store stays for the next session until release_store().
   void end_session() noexcept {
     std::shared_ptr<block_store> store;
     {
@@ -224,7 +231,19 @@ class registry {
       close_gates_locked();
       store = store_;
     }
-    if (store) store->stop_writer();
+    if (store) store->end_session();
+  }
+
+  /// Between sessions, when no session follows soon (a profiler stopped): the store's writer
+  /// stops and its free blocks go back to the system. The next session makes a new store.
+  void release_store() {
+    std::shared_ptr<block_store> store;
+    {
+      std::lock_guard lock(mutex_);
+      if ((load_state() & layer_mask_bits) != 0) return;  // a session records: it is in use
+      store = std::move(store_);
+    }
+    if (store) store->release_free_blocks();
   }
 
   /// Under the registry's lock: calls `on_thread(const std::shared_ptr<recording_thread>&)`
@@ -350,6 +369,13 @@ class registry {
     const record mark{begin, end, where, 0};
     track.records.append({&mark, 1});
     return true;
+  }
+
+  /// Once a session's steps tracks are taken (copied into its trace): the registry lets go of
+  /// them, since their records point into names the trace alone keeps alive.
+  void clear_step_tracks() {
+    std::lock_guard lock(mutex_);
+    step_tracks_.clear();
   }
 
   /// What `walk_for_crash` could reach.
@@ -479,7 +505,7 @@ class registry {
   std::uint32_t epoch_ = 0;
   std::uint32_t next_order_ = 0;
   session_settings settings_;
-  std::shared_ptr<block_store> store_;  // the current session's
+  std::shared_ptr<block_store> store_;  // the current session's (or the last one's, between sessions)
   // Device tracks of the current session by (pid, tid), and device records taken per pid.
   std::map<std::pair<std::uint64_t, std::uint64_t>, appended_track> device_tracks_;
   std::map<std::uint64_t, std::size_t> device_counts_;

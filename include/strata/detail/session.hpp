@@ -41,6 +41,10 @@ inline void take_session(trace_data& out) {
         static_cast<track_identity&>(t) = *rt->thread;
         rt->buffer.take(t);  // the blocks go now, not at the thread's next record
         if (!t.spilled.empty()) {
+          if (t.taken) {  // the records in memory follow the spilled ones: split them here
+            t.taken->move_to_front_of(t.records);
+            t.taken.reset();
+          }
           // What was spilled stays in the spill file (the trace writers read it from there);
           // the rest was copied out of the blocks, and its records not in order are set apart
           // as the writer did for the spilled blocks before them (record_order.hpp).
@@ -54,11 +58,11 @@ inline void take_session(trace_data& out) {
         out.threads.push_back(std::move(t));
       },
       [&](appended_track& a) { out.threads.push_back(copy_of(a)); });
+  registry::instance().clear_step_tracks();
   if (store && out.overflow == overflow_policy::lossless) {
     out.memory = store->stats();
     out.spill = store->take_spill_file();
   }
-  if (store) store->release_free_blocks();
 }
 
 /// Appends a copy of every record the running session holds now to `out` (whose facts, such as
@@ -126,6 +130,10 @@ inline recording_counts count_session() {
 /// then each device's tracks. Touches nothing but `out`, so it may run on any thread.
 inline void order_session(trace_data& out) {
   for (thread_track& t : out.threads) {
+    if (t.taken) {  // the blocks the session handed over, copied now (off the thread that ended it)
+      t.taken->move_to_front_of(t.records);
+      t.taken.reset();
+    }
     // A scope opened in an earlier session and closed in this one landed in this session's
     // buffer; it belongs to neither (as in torch.profiler, a scope open at stop() is not
     // recorded), so it is left out rather than shown starting before this session did.

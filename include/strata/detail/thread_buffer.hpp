@@ -51,7 +51,7 @@ class thread_buffer {
   /// A buffer for thread number `thread` (its registration order) with blocks from `store`:
   /// lossless when `keep` is 0, else a flight recorder of the newest `keep` records.
   thread_buffer(std::shared_ptr<block_store> store, std::uint32_t thread, std::size_t keep)
-      : store_(std::move(store)), thread_(thread), keep_(keep) {
+      : store_(std::move(store)), thread_(thread), session_(store_->session()), keep_(keep) {
     if (keep_ != 0) {
       ring_size_ = (keep_ + record_block::capacity - 1) / record_block::capacity + 1;
       ring_ = std::make_unique<ring_slot[]>(ring_size_);
@@ -143,6 +143,7 @@ class thread_buffer {
     e.copy.assign(current_->begin(), current_->begin() + n);
     e.count = static_cast<std::uint32_t>(n);
     e.thread = thread_;
+    e.session = session_;
     store_->give_back_locked(current_);
     const std::uint64_t seq = begin_change();
     sealed_.store(sealed_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -185,11 +186,11 @@ class thread_buffer {
     }
   }
 
-  /// Once the session has ended (the registry's lock held, the store's writer stopped): takes
+  /// Once the session has ended (the registry's lock held, the store spilling no more): takes
   /// the buffer's records into `t`. A lossless chain's spilled blocks stay in the spill file
   /// (where they are goes to `t.spilled.extents`, oldest first: the writer spills the oldest
-  /// full blocks first) and every other record is copied to `t.records`, each block freed once
-  /// copied, so collecting a session holds about its memory limit, not twice that. A flight
+  /// full blocks first), its blocks in memory are handed over as they are (`t.taken`: ending
+  /// a window copies nothing but the current block, whose records go to `t.records`). A flight
   /// recorder's newest records are copied. The current block stays, for a late write of a
   /// thread that passed its gate before the session ended.
   void take(thread_track& t) {
@@ -197,25 +198,36 @@ class thread_buffer {
       t.lost = copy_flight_or_retired(t.records).lost;
       return;
     }
+    std::shared_ptr<taken_blocks> taken;
+    if (!entries_.empty()) taken = std::make_shared<taken_blocks>(store_);
     std::lock_guard lock(store_->mutex());
-    std::size_t n = 0;
-    for (const block_entry& e : entries_)
-      if (e.at != block_entry::place::spilled) n += e.count;
-    const record* const current_end = current_ != nullptr ? at_->acquire_next() : nullptr;
-    const record* const current_begin = current_ != nullptr ? current_->begin() : nullptr;
-    n += static_cast<std::size_t>(current_end - current_begin);
-    t.records.reserve(t.records.size() + n);  // pages come as records are copied in
     for (block_entry& e : entries_) {
-      if (e.at == block_entry::place::spilled) {
-        t.spilled.extents.push_back({e.offset, e.count});
-        continue;
+      switch (e.at) {
+        case block_entry::place::spilled:
+          t.spilled.extents.push_back({e.offset, e.count});
+          break;
+        case block_entry::place::memory:
+          taken->add_block_locked(store_->take_entry_locked(e), e.count);
+          break;
+        case block_entry::place::copied:
+          taken->add_copy(std::move(e.copy));
+          break;
+        case block_entry::place::spilling:  // not while a session is collected; read as in memory
+          {
+            std::vector<record> copy;
+            store_->read_locked(e, copy);
+            taken->add_copy(std::move(copy));
+            store_->forget_locked(e);
+          }
+          break;
       }
-      store_->read_locked(e, t.records);  // in memory: cannot fail
-      store_->forget_locked(e);
     }
     entries_.clear();
+    const record* const current_end = current_ != nullptr ? at_->acquire_next() : nullptr;
+    const record* const current_begin = current_ != nullptr ? current_->begin() : nullptr;
     t.records.insert(t.records.end(), current_begin, current_end);
     t.lost = dropped_.load(std::memory_order_relaxed);
+    t.taken = std::move(taken);
   }
 
   /// What a crash handler could take of a buffer.
@@ -424,6 +436,7 @@ class thread_buffer {
     e.block = current_;
     e.count = static_cast<std::uint32_t>(record_block::capacity);
     e.thread = thread_;
+    e.session = session_;
     handed_off_any_ = true;
     store_->hand_off_locked(e);
     const std::uint64_t seq = begin_change();
@@ -493,6 +506,7 @@ class thread_buffer {
 
   std::shared_ptr<block_store> store_;
   std::uint32_t thread_;
+  std::uint32_t session_;  // the store's session when the buffer was made: its blocks' session
   std::size_t keep_;  // 0: lossless; else a flight recorder's records
 
   // Where the producer writes: the thread's cursor while bound to it, else `own_`.

@@ -594,6 +594,8 @@ struct profiler::session {
       ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
     }
     if (exiting) {
+      // No window follows: the blocks kept ready for the next one go back to the system.
+      detail::registry::instance().release_store();
       if (config_.crash_dump) detail::crash_recorder::instance().disarm();
       started_ = false;
       __atomic_store_n(&detail::profiler_started, 0u, __ATOMIC_RELAXED);
@@ -634,6 +636,7 @@ struct profiler::session {
     recording_data_.clock = clock_calibration::begin();
     recording_data_.base_time_ns = detail::wall_minus_steady_ns();
     recording_data_.distributed = config_.distributed;
+    if (marks_steps()) recording_data_.step_sites = std::make_shared<detail::site_pool>();
     recording_data_.start_ticks = clock::now();
     if (config_.crash_dump)
       detail::crash_recorder::instance().set_window(recording_data_.clock, recording_data_.start_ticks);
@@ -687,7 +690,8 @@ struct profiler::session {
     if (!recording_) return;
     window_.last = step_num_;
     if (!marks_steps()) return;
-    step_site_ = intern(layer::framework, "ProfilerStep#" + std::to_string(step_num_));
+    step_site_ = recording_data_.step_sites->make(layer::framework, record_kind::scope,
+                                                  "ProfilerStep#" + std::to_string(step_num_));
     step_begin_ = clock::now();
   }
 
