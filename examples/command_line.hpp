@@ -23,7 +23,8 @@ namespace examples {
 /// One `--flag VALUE` the example reads.
 struct option {
   std::string_view flag;   ///< "--rows"
-  std::string_view value;  ///< what the value is, for the usage line: "N", "trn1|trn2"
+  std::string_view value;  ///< what the value is, for the usage line: "N", "trn1|trn2"; empty: a switch
+                           ///< that takes no value (on_flag gets an empty value)
   std::string_view help;   ///< one line: what it sets, its range and default
 };
 
@@ -62,6 +63,10 @@ class command_line {
         continue;
       }
       if (!known(a)) fail(fmt::format("unknown option {}", a));
+      if (is_switch(a)) {
+        if (!on_flag(a, std::string_view())) fail(fmt::format("unknown option {}", a));
+        continue;
+      }
       if (i + 1 >= argc) fail(fmt::format("{} needs a value", a));
       if (!on_flag(a, std::string_view(argv[++i]))) fail(fmt::format("unknown option {}", a));
     }
@@ -94,14 +99,17 @@ class command_line {
 
   std::string usage() const {
     std::string u = program_ + " [OUTPUT_DIR]";
-    for (const option& o : options_) u += fmt::format(" [{} {}]", o.flag, o.value);
+    for (const option& o : options_)
+      u += o.value.empty() ? fmt::format(" [{}]", o.flag) : fmt::format(" [{} {}]", o.flag, o.value);
     return u;
   }
 
   std::string help() const {
     std::vector<std::pair<std::string, std::string>> rows;
     rows.emplace_back("OUTPUT_DIR", "where the files go (default: " + default_out_ + ")");
-    for (const option& o : options_) rows.emplace_back(fmt::format("{} {}", o.flag, o.value), std::string(o.help));
+    for (const option& o : options_)
+      rows.emplace_back(o.value.empty() ? std::string(o.flag) : fmt::format("{} {}", o.flag, o.value),
+                        std::string(o.help));
     rows.emplace_back("--help", "print this and exit");
     const std::size_t options_end = rows.size();
     for (const output& o : outputs_) rows.emplace_back(std::string(o.path), std::string(o.what));
@@ -117,6 +125,12 @@ class command_line {
   }
 
  private:
+  bool is_switch(std::string_view flag) const {
+    for (const option& o : options_)
+      if (o.flag == flag) return o.value.empty();
+    return false;
+  }
+
   bool known(std::string_view flag) const {
     for (const option& o : options_)
       if (o.flag == flag) return true;

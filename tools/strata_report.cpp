@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <exception>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include "strata/error.hpp"
 #include "strata/export/write_trace.hpp"
 #include "strata/profiler.hpp"
+#include "report/analyze_command.hpp"
 #include "report/trace_set.hpp"
 
 namespace {
@@ -33,11 +35,13 @@ namespace {
 constexpr std::string_view usage =
     "usage: strata-report TRACE... [--sort-by KEY] [--row-limit N] [--group-by-input-shape]\n"
     "                              [--top-level-only] [--format table|csv|json] [--per-file]\n"
-    "                              [--profile-memory] [--with-flops] [--compare OTHER]\n"
+    "                              [--profile-memory] [--with-flops] [--compare OTHER] [--per-rank]\n"
     "                              [--utilization [--peak-tflops T] [--peak-hbm-gbps G]]\n"
     "                              [--jobs N]\n"
     "       strata-report convert DUMP -o TRACE.json\n"
     "       strata-report stacks TRACE... -o OUT.folded [--metric METRIC]\n"
+    "       strata-report analyze TRACE... [--format table|json|csv] [--jobs N]\n"
+    "       strata-report analyze --combine PART.json...\n"
     "       strata-report --help\n";
 
 constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
@@ -78,6 +82,9 @@ constexpr std::string_view help =
     "                          first-seen order, so they take no --sort-by, --row-limit or\n"
     "                          --top-level-only\n"
     "  --per-file              one table per trace file, under its name (--format table only)\n"
+    "  --per-rank              one table per rank of a distributed job (distributedInfo.rank;\n"
+    "                          a file without one is rank 0, as HTA reads it), over all of that\n"
+    "                          rank's files (--format table only)\n"
     "  --compare OTHER         compare the TRACEs (A) with OTHER (B, a file or a directory)\n"
     "                          per op, with the ratio B/A; takes --row-limit,\n"
     "                          --group-by-input-shape and --format\n"
@@ -92,6 +99,10 @@ constexpr std::string_view help =
     "crash_dump on when the process crashed): its records make the table.\n"
     "\n"
     "convert DUMP -o TRACE.json writes the crash dump's records as a Chrome trace.\n"
+    "\n"
+    "analyze TRACE... prints a distributed job's analyses (temporal breakdown, idle time per\n"
+    "device queue, communication overlap, kernel launches, stragglers; strata-report analyze\n"
+    "--help).\n"
     "\n"
     "stacks TRACE... -o OUT.folded [--metric METRIC] writes collapsed stacks for flame graphs\n"
     "(flamegraph.pl, speedscope) as torch.profiler's export_stacks; METRIC is\n"
@@ -118,6 +129,7 @@ struct options {
   double peak_hbm_gbps = 0;
   std::string format = "table";
   bool per_file = false;
+  bool per_rank = false;
   unsigned jobs = 2;
   bool help = false;
 };
@@ -190,6 +202,9 @@ options parse(int argc, char** argv) {
     } else if (arg == "--per-file") {
       no_value();
       o.per_file = true;
+    } else if (arg == "--per-rank") {
+      no_value();
+      o.per_rank = true;
     } else if (arg == "--jobs") {
       const int n = parse_int(arg, value());
       if (n < 1) throw usage_error{fmt::format("--jobs needs at least 1, not {}", n)};
@@ -220,6 +235,9 @@ options parse(int argc, char** argv) {
   if (o.top_level_only && o.compare_with) throw usage_error{"--top-level-only does not apply to --compare"};
   if (o.per_file && o.compare_with) throw usage_error{"--per-file does not apply to --compare"};
   if (o.per_file && o.format != "table") throw usage_error{"--per-file applies to --format table only"};
+  if (o.per_rank && o.compare_with) throw usage_error{"--per-rank does not apply to --compare"};
+  if (o.per_rank && o.per_file) throw usage_error{"--per-rank and --per-file are two ways to split: give one"};
+  if (o.per_rank && o.format != "table") throw usage_error{"--per-rank applies to --format table only"};
   if (o.format != "table") {
     if (o.sort_by) throw usage_error{"--sort-by applies to --format table only"};
     if (o.top_level_only) throw usage_error{"--top-level-only applies to --format table only"};
@@ -280,6 +298,39 @@ void print_table(const strata::averages& avg, const options& o, std::string_view
                  .top_level_events_only = o.top_level_only,
                  .header = header,
                  .utilization = o.utilization}));
+}
+
+/// --per-rank: one table per distributedInfo.rank, over all of that rank's files (the windows of
+/// a schedule among them), ranks in order; a file without a rank is rank 0, as HTA reads it.
+int per_rank_tables(const std::vector<std::filesystem::path>& files, const options& o) {
+  std::map<std::int64_t, std::vector<strata::report::trace_summary>> by_rank;
+  for (auto& part : strata::report::key_averages_of_files(files, averages_options(o), o.jobs)) {
+    if (!part.rank)
+      fmt::print(stderr, "strata-report: {} has no distributedInfo.rank: taken as rank 0, as HTA does\n",
+                 part.path.string());
+    by_rank[part.rank.value_or(0)].push_back(std::move(part));
+  }
+  bool first = true;
+  for (const auto& [rank, parts] : by_rank) {
+    std::vector<strata::averages> tables;
+    std::vector<std::filesystem::path> paths;
+    std::uint64_t skipped = 0;
+    for (const auto& p : parts) {
+      tables.push_back(p.table);
+      paths.push_back(p.path);
+      skipped += p.skipped;
+    }
+    const strata::averages avg = with_peaks(strata::merge_averages(tables), o);
+    if (avg.rows.empty()) {
+      fmt::print(stderr, "strata-report: rank {} ({}) holds no op events ({} trace events skipped)\n", rank,
+                 names(paths), skipped);
+      continue;
+    }
+    if (!first) out("\n");
+    first = false;
+    print_table(avg, o, fmt::format("rank {}: {}", rank, names(paths)));
+  }
+  return 0;
 }
 
 /// `strata-report convert DUMP -o TRACE`: argv after "convert".
@@ -397,8 +448,8 @@ int run(const options& o) {
   for (const auto& t : o.traces) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(t, ec) && strata::is_crash_dump(t)) {
-      if (o.compare_with || o.per_file || o.format != "table")
-        throw strata::error("a crash dump takes neither --compare, --per-file nor --format; "
+      if (o.compare_with || o.per_file || o.per_rank || o.format != "table")
+        throw strata::error("a crash dump takes neither --compare, --per-file, --per-rank nor --format; "
                           "convert it first (strata-report convert DUMP -o trace.json)");
       const auto d = strata::read_crash_dump_file(t);
       if (const std::string m = d->missing(); !m.empty())
@@ -456,6 +507,8 @@ int run(const options& o) {
     return 0;
   }
 
+  if (o.per_rank) return per_rank_tables(files, o);
+
   std::uint64_t skipped = 0;
   const strata::averages avg = averages_of(files, o, &skipped);
   if (o.format == "csv") {
@@ -486,6 +539,13 @@ int main(int argc, char** argv) {
     try {
       if (argc > 1 && std::string_view(argv[1]) == "convert") return convert(argc, argv);
       if (argc > 1 && std::string_view(argv[1]) == "stacks") return stacks(argc, argv);
+      if (argc > 1 && std::string_view(argv[1]) == "analyze") {
+        try {
+          return strata::report::analyze_command(argc, argv);
+        } catch (const strata::report::analyze_usage_error& e) {
+          throw usage_error{e.message, strata::report::analyze_usage};
+        }
+      }
       o = parse(argc, argv);
     } catch (const usage_error& e) {
       fmt::print(stderr, "strata-report: {}\n{}", e.message, e.usage_text);

@@ -11,6 +11,9 @@
 #pragma once
 
 #include "strata/sim/codegen.hpp"
+#include "strata/sim/collective_cost.hpp"
+#include "strata/sim/collectives.hpp"
+#include "strata/sim/communicator.hpp"
 #include "strata/sim/core_params.hpp"
 #include "strata/sim/cost_model.hpp"
 #include "strata/sim/dispatcher.hpp"

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/analysis/activity.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/error.hpp"
 #include "strata/profiler_config.hpp"
@@ -48,6 +49,16 @@ struct saved_trace {
   /// bytes/s); 0: the trace has none (a torch trace).
   double peak_flops_per_s = 0;
   double peak_hbm_bytes_per_s = 0;
+  /// distributedInfo.rank: the rank of a distributed job that wrote the trace; none when absent
+  /// (or not a count).
+  std::optional<std::int64_t> rank = {};
+  /// Who each track (`op_event::track`) is: its thread_name and process_name metadata (else
+  /// "thread TID" and "process PID"), and its kind from its events' categories.
+  std::vector<track_label> track_labels = {};
+  /// With `read_options::activity`: the complete events that are parts of something else on a
+  /// strata trace's device tracks (device.engine instructions, device.phase, runtime.queue
+  /// waits), for the HTML report's timeline; never in the tables.
+  std::vector<op_event> activity = {};
 
   /// Whether an op carries a FLOPs count (`args.flops`): strata-report then shows the column.
   bool has_flops() const noexcept {
@@ -55,6 +66,11 @@ struct saved_trace {
       if (e.flops > 0) return true;
     return false;
   }
+};
+
+/// What a saved trace is read for, beyond its tables.
+struct read_options {
+  bool activity = false;  ///< keep `saved_trace::activity` (the HTML report's timeline)
 };
 
 namespace detail {
@@ -185,8 +201,8 @@ inline bool kineto_only_category(std::string_view cat) {
 class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, trace_builder> {
  public:
   /// `kineto`: the format when it is already known (the second pass), else nothing.
-  trace_builder(std::string source, std::optional<bool> kineto)
-      : source_(std::move(source)), fixed_(kineto.has_value()), kineto_(kineto.value_or(false)) {}
+  trace_builder(std::string source, std::optional<bool> kineto, read_options options = {})
+      : source_(std::move(source)), options_(options), fixed_(kineto.has_value()), kineto_(kineto.value_or(false)) {}
 
   // --- RapidJSON's handler interface (numbers arrive as their text) ---
   bool Null() { return scalar("null"); }
@@ -230,6 +246,18 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     std::vector<bool> used(track_of_.size(), false);
     for (const op_event& ev : out_.events) used[ev.track] = true;
     out_.tracks = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
+    out_.track_labels.resize(track_of_.size());
+    for (const auto& [key, index] : track_of_) {
+      const std::size_t cut = key.find('\0');
+      const std::string pid = key.substr(0, cut), tid = key.substr(cut + 1);
+      track_label& l = out_.track_labels[index];
+      const auto name = thread_names_.find(index);
+      l.name = name != thread_names_.end() ? name->second : "thread " + tid;
+      const auto group = process_names_.find(pid);
+      l.group = group != process_names_.end() ? group->second : "process " + pid;
+      const auto kind = track_kinds_.find(index);
+      if (kind != track_kinds_.end()) l.kind = kind->second;
+    }
     return std::move(out_);
   }
 
@@ -238,9 +266,10 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   enum class slot : std::uint8_t {
     none, trace_events, other_data, dropped, overflow_policy,
     ph, cat, name, pid, tid, ts, dur, args, correlation_id, external_id, input_dims, steps_of,
-    bytes, device_type, flops, device_bytes, peak_tflops, peak_hbm_gbps,
+    bytes, device_type, flops, device_bytes, arg_name, peak_tflops, peak_hbm_gbps, distributed_info,
+    rank,
   };
-  static constexpr int field_count = 15;  // ph .. device_bytes: the values kept per event
+  static constexpr int field_count = 16;  // ph .. arg_name: the values kept per event
 
   /// One event's values as text, the first of each key (a repeated key is ignored).
   struct event_fields {
@@ -252,7 +281,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   };
 
   static bool is_event_field(slot s) noexcept {
-    return s >= slot::ph && s != slot::args && s <= slot::device_bytes;
+    return s >= slot::ph && s != slot::args && s <= slot::arg_name;
   }
 
   bool stop(std::string message) {
@@ -269,7 +298,10 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     if (depth_ == 1 && !root_is_array_) {
       if (k == "traceEvents") next_ = events_found_ ? slot::none : slot::trace_events;
       else if (k == "otherData") next_ = slot::other_data;
+      else if (k == "distributedInfo") next_ = slot::distributed_info;
       else if (k == "schemaVersion" || k == "deviceProperties") kineto_seen_ = true;
+    } else if (depth_ == info_depth_) {
+      if (k == "rank") next_ = slot::rank;
     } else if (depth_ == other_depth_) {
       if (k == "strata_version") strata_seen_ = true;
       else if (k == "dropped") next_ = slot::dropped;
@@ -294,6 +326,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       else if (k == "Device Type") next_ = slot::device_type;
       else if (k == "flops") next_ = slot::flops;
       else if (k == "bytes") next_ = slot::device_bytes;  // a strata device execution's HBM bytes
+      else if (k == "name") next_ = slot::arg_name;       // metadata: a thread's or process's name
     }
     if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
     return true;
@@ -317,6 +350,11 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         return stop("trace " + source_ + ": traceEvents is not an array");
       case slot::dropped:
         if (!dropped_) dropped_ = std::string(text);
+        return true;
+      case slot::rank:
+        // HTA reads a rank the same way (a whole number after "rank"); anything else is no rank.
+        if (!out_.rank) out_.rank = parse_signed(text);
+        if (out_.rank && *out_.rank < 0) out_.rank.reset();
         return true;
       case slot::overflow_policy:
         if (!overflow_) overflow_ = std::string(text);
@@ -382,6 +420,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       case slot::other_data:
         if (!array && other_depth_ == 0) other_depth_ = depth_;
         return true;
+      case slot::distributed_info:
+        if (!array && info_depth_ == 0) info_depth_ = depth_;
+        return true;
       case slot::args:
         if (!array) args_depth_ = depth_, args_seen_ = true;
         return true;
@@ -408,6 +449,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
       args_depth_ = 0;
     } else if (depth_ == other_depth_) {
       other_depth_ = 0;
+    } else if (depth_ == info_depth_) {
+      info_depth_ = 0;
     } else if (in_event_ && depth_ == events_depth_ + 1) {
       in_event_ = false;
       ok = finish_event();
@@ -452,6 +495,12 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         if (const auto of = parse_unsigned(fields_.get(slot::steps_of)))
           steps_tracks_.try_emplace(track_index(text(slot::pid), text(slot::tid)),
                                     track_index(text(slot::pid), std::to_string(*of)));
+      if (ph == "M" && fields_.has(slot::arg_name)) {
+        if (text(slot::name) == "thread_name")
+          thread_names_.try_emplace(track_index(text(slot::pid), text(slot::tid)), fields_.get(slot::arg_name));
+        else if (text(slot::name) == "process_name")
+          process_names_.try_emplace(text(slot::pid), fields_.get(slot::arg_name));
+      }
       ++out_.skipped;
       return true;
     }
@@ -461,10 +510,12 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     }
     const category_rule rule = kineto_ ? kineto_category(cat) : strata_category(cat);
     if (!rule.is_op && !is_e) {
+      if (is_x && !kineto_) keep_activity(cat);
       ++out_.skipped;
       return true;
     }
     const std::uint64_t track = track_index(text(slot::pid), text(slot::tid));
+    if (rule.layer == layer::device) track_kinds_.try_emplace(track, track_kind::device);
 
     const auto ts = fields_.has(slot::ts) ? parse_us_as_ns(fields_.get(slot::ts)) : std::nullopt;
     if (!ts) return stop(where() + ": ts is missing or not a number of microseconds");
@@ -507,6 +558,29 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     return true;
   }
 
+  /// A strata trace's part of something else, kept for the timeline (read_options::activity):
+  /// engine instructions, execution phases, queue waits. An event without a usable ts or dur
+  /// is left out (it is in no table either).
+  void keep_activity(const std::string& cat) {
+    const bool engine = cat == "device.engine", phase = cat == "device.phase", queue = cat == "runtime.queue";
+    if (!engine && !phase && !queue) return;
+    const std::uint64_t track = track_index(fields_.has(slot::pid) ? fields_.get(slot::pid) : std::string(),
+                                            fields_.has(slot::tid) ? fields_.get(slot::tid) : std::string());
+    track_kinds_.try_emplace(track, engine ? track_kind::engine : queue ? track_kind::queue : track_kind::device);
+    if (!options_.activity) return;
+    if (!fields_.has(slot::ts) || !fields_.has(slot::dur)) return;
+    const std::int64_t ts = parse_us_as_ns(fields_.get(slot::ts)).value_or(-1);
+    const std::int64_t dur = parse_us_as_ns(fields_.get(slot::dur)).value_or(-1);
+    if (ts < 0 || dur < 0 || ts > std::numeric_limits<std::int64_t>::max() - dur) return;
+    op_event ev;
+    ev.name = fields_.has(slot::name) ? fields_.get(slot::name) : std::string();
+    ev.layer = layer::device;
+    ev.track = track;
+    ev.begin_ns = ts;
+    ev.end_ns = ts + dur;
+    out_.activity.push_back(std::move(ev));
+  }
+
   /// The track of (pid, tid), numbered in order of first appearance.
   std::uint64_t track_index(const std::string& pid, const std::string& tid) {
     track_key_ = pid;
@@ -517,13 +591,18 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   }
 
   std::string source_;
+  read_options options_;
   std::string failure_;
   saved_trace out_;
+  std::unordered_map<std::uint64_t, std::string> thread_names_;  // track -> thread_name
+  std::unordered_map<std::string, std::string> process_names_;   // pid -> process_name
+  std::unordered_map<std::uint64_t, track_kind> track_kinds_;
 
   // Where the parser is. Depths count open arrays and objects (the root is 1); 0: not inside.
   std::size_t depth_ = 0;
   std::size_t events_depth_ = 0;  ///< the traceEvents array
   std::size_t other_depth_ = 0;   ///< the otherData object
+  std::size_t info_depth_ = 0;    ///< the distributedInfo object
   std::size_t args_depth_ = 0;    ///< the current event's args object
   std::size_t dims_depth_ = 0;    ///< the current event's Input Dims value
   std::vector<bool> dims_first_;  ///< per open level of Input Dims: no item written yet

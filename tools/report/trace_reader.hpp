@@ -57,9 +57,10 @@ inline std::string_view json_error_text(rapidjson::ParseErrorCode code) noexcept
 
 /// One pass of the parser over `source`; `kineto` fixes the format (see trace_builder).
 template <class Source>
-trace_builder parse_trace(Source& source, const std::string& name, std::optional<bool> kineto) {
+trace_builder parse_trace(Source& source, const std::string& name, std::optional<bool> kineto,
+                          read_options options = {}) {
   json_input<Source> in(source);
-  trace_builder builder(name, kineto);
+  trace_builder builder(name, kineto, options);
   rapidjson::Reader reader;
   // Numbers as their text (exact nanoseconds) and strings that must be UTF-8. The parser
   // recurses once per nesting level, but the builder stops it past max_json_depth, before it
@@ -81,19 +82,20 @@ trace_builder parse_trace(Source& source, const std::string& name, std::optional
 /// Parses what `open()` gives; opens it once more in the rare document whose format is told
 /// only after its events.
 template <class Open>
-saved_trace read_trace_from(Open open, const std::string& name) {
+saved_trace read_trace_from(Open open, const std::string& name, read_options options = {}) {
   auto first_source = open();
-  trace_builder first = parse_trace(first_source, name, std::nullopt);
+  trace_builder first = parse_trace(first_source, name, std::nullopt, options);
   if (!first.needs_second_pass()) return first.finish();
   auto second_source = open();
-  return parse_trace(second_source, name, first.final_kineto()).finish();
+  return parse_trace(second_source, name, first.final_kineto(), options).finish();
 }
 
 }  // namespace detail
 
 /// Reads a Chrome trace JSON document held in memory; `source` names it in error messages.
-inline saved_trace read_trace_bytes(std::string_view json, const std::string& source = "<memory>") {
-  return detail::read_trace_from([&] { return detail::memory_source(json); }, source);
+inline saved_trace read_trace_bytes(std::string_view json, const std::string& source = "<memory>",
+                                    read_options options = {}) {
+  return detail::read_trace_from([&] { return detail::memory_source(json); }, source, options);
 }
 
 /// Reads a Chrome trace JSON document from `in`; `source` names it in error messages. The
@@ -114,7 +116,7 @@ inline saved_trace read_trace(std::istream& in, const std::string& source = "<st
 /// strata::saved_trace t = strata::read_trace("strata-out/trace.json");
 /// fmt::print("{}", strata::key_averages(t).table({.sort_by = "self_cpu_time_total"}));
 /// ```
-inline saved_trace read_trace(const std::filesystem::path& path) {
+inline saved_trace read_trace(const std::filesystem::path& path, read_options options = {}) {
   const std::string source = "'" + path.string() + "'";
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -133,8 +135,8 @@ inline saved_trace read_trace(const std::filesystem::path& path) {
     return first.read(magic, sizeof magic);
   }();
   if (detail::starts_like_gzip(std::string_view(magic, got)))
-    return detail::read_trace_from([&] { return detail::gzip_source(path); }, source);
-  return detail::read_trace_from(open_plain, source);
+    return detail::read_trace_from([&] { return detail::gzip_source(path); }, source, options);
+  return detail::read_trace_from(open_plain, source, options);
 }
 
 /// key_averages() of a saved trace, labelled with its device name and lost-record count. The

@@ -59,6 +59,7 @@ struct trace_summary {
   std::filesystem::path path = {};
   averages table = {};
   std::uint64_t skipped = 0;  ///< trace events that are not ops
+  std::optional<std::int64_t> rank = {};  ///< distributedInfo.rank, when the trace has one
 };
 
 /// key_averages() of every file, in the order given, reading up to `threads` files at once
@@ -76,7 +77,7 @@ inline std::vector<trace_summary> key_averages_of_files(std::span<const std::fil
     for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < files.size();) {
       try {
         const saved_trace t = read_trace(files[i]);
-        out[i] = {files[i], key_averages(t, options), t.skipped};
+        out[i] = {files[i], key_averages(t, options), t.skipped, t.rank};
       } catch (...) {
         failures[i] = std::current_exception();
         failed.store(true, std::memory_order_relaxed);

@@ -89,6 +89,10 @@ struct hbm_storage {
 
 }  // namespace detail
 
+namespace detail {
+struct hbm_tensor_writer;
+}  // namespace detail
+
 /// A handle to an HBM tensor; copies refer to the same tensor. Made by neuron_core::upload and
 /// neuron_core::alloc_hbm; its bytes count as HBM used until the last handle goes.
 class hbm_tensor {
@@ -111,6 +115,7 @@ class hbm_tensor {
  private:
   friend class kernel;
   friend class neuron_core;
+  friend struct detail::hbm_tensor_writer;
   explicit hbm_tensor(std::shared_ptr<detail::hbm_storage> s) noexcept : s_(std::move(s)) {}
 
   std::shared_ptr<detail::hbm_storage> s_ = {};

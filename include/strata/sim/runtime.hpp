@@ -104,6 +104,9 @@ struct submission_state {
   std::uint32_t core = 0;
   program_ptr prog;
   std::vector<hbm_tensor> inputs, outputs;
+  /// Device work that is not a kernel (a collective): given when the core reaches it, returns
+  /// when it ends; empty for a kernel.
+  std::function<std::int64_t(std::int64_t)> work;
 };
 
 /// A runtime-layer descriptor with a fixed name, interned once.
@@ -318,6 +321,31 @@ class runtime {
     return submission(st);
   }
 
+  /// Queues device work that is not a kernel on core `core` (`nrt::submit` with `args.program`
+  /// = `name`), in order with its kernels: the scheduler calls `work(start_ns)` with when the
+  /// core reaches it (`max(submit, previous end)`, steady ns) and the work returns when it ends
+  /// on the device; the work records its own device records (a collective does,
+  /// strata/sim/collectives.hpp). An exception it throws is the submission's failure.
+  submission submit_work(std::uint32_t core, std::string_view name, std::function<std::int64_t(std::int64_t)> work,
+                         std::uint64_t correlation_id = 0) {
+    core_slot& s = slot(core, "submit_work");
+    if (!work) throw error("sim: submit_work: no work");
+    scope rec(detail::runtime_site_with("nrt::submit", detail::program_args(name)), correlation_id);
+    auto st = std::make_shared<detail::submission_state>();
+    st->work = std::move(work);
+    st->correlation_id = correlation_id;
+    st->core = core;
+    st->submit_ns = clock::steady_ns();
+    {
+      std::lock_guard lock(s.mutex);
+      s.queue.push_back(st);
+      ++s.pending;
+    }
+    s.work_cv.notify_one();
+    count([](runtime_stats& x) { ++x.submissions; });
+    return submission(st);
+  }
+
   /// Blocks until `sub` is done (`nrt::wait`); rethrows the error its kernel raised.
   void wait(const submission& sub) {
     if (!sub.valid()) throw error("sim: wait: an empty submission");
@@ -433,6 +461,10 @@ class runtime {
   void run_one(core_slot& s, detail::submission_state& st, const site* execute_site) {
     scope rec(execute_site, st.correlation_id);
     const std::int64_t taken_ns = clock::steady_ns();
+    if (st.work) {
+      run_work(s, st);
+      return;
+    }
     try {
       std::lock_guard lock(s.core_mutex);
       st.timeline = s.core.run(st.prog->name(), [&](kernel& k) {
@@ -461,6 +493,31 @@ class runtime {
       x.device_busy_ns += st.device_end_ns - st.device_start_ns;
     });
     detail::wait_until_ns(st.device_end_ns);  // the host learns of it when the device is done
+  }
+
+  // Device work other than a kernel: it starts when the core is free and ends when it says.
+  void run_work(core_slot& s, detail::submission_state& st) {
+    st.device_start_ns = std::max(st.submit_ns, s.device_free_ns);
+    try {
+      st.device_end_ns = std::max(st.device_start_ns, st.work(st.device_start_ns));
+    } catch (...) {
+      st.failure = std::current_exception();
+      st.device_end_ns = st.device_start_ns;
+      return;
+    }
+    {
+      std::lock_guard lock(s.mutex);
+      s.device_free_ns = st.device_end_ns;
+    }
+    try {
+      record_queue_wait(s, st);
+    } catch (...) {
+    }
+    count([&](runtime_stats& x) {
+      x.queue_wait_ns += st.device_start_ns - st.submit_ns;
+      x.device_busy_ns += st.device_end_ns - st.device_start_ns;
+    });
+    detail::wait_until_ns(st.device_end_ns);
   }
 
   // Time in the queue, in the core's process: waits overlap when several submissions are
