@@ -8,9 +8,11 @@
 //   compare_ops [OUTPUT_DIR] [--rows N] [--cols N] [--gen trn1|trn2] [--iters N]
 //
 // Writes OUTPUT_DIR/<implementation>/trace.json, prints each key_averages table, a side-by-side
-// comparison and which implementation wins and why, worked out from the measured figures.
+// comparison and which implementation wins and why, worked out from the measured figures, and
+// writes OUTPUT_DIR/report.html, one page that compares the three (strata/export/html_report.hpp).
 // strata's implementation is compiled once, in examples/strata_implementation.cpp.
 #include "strata/profiler.hpp"
+#include "strata/export/html_report.hpp"
 #include "strata/trace_data.hpp"
 
 #include <algorithm>
@@ -54,6 +56,7 @@ options parse(int argc, char** argv) {
       {{"OUTPUT_DIR/eager/trace.json", "the five eager ops' trace"},
        {"OUTPUT_DIR/compiled/trace.json", "the compiled graph's trace"},
        {"OUTPUT_DIR/nki/trace.json", "the NKI-style kernel's trace"},
+       {"OUTPUT_DIR/report.html", "one page comparing the three (open it in a browser)"},
        {"(stdout)", "each key_averages table, the side-by-side comparison and its verdict"}});
   o.out_dir = cl.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
     if (flag == "--rows") o.rows = cl.number(flag, value, 1, 8192);
@@ -99,6 +102,7 @@ struct figures {
   double mbu = 0;              ///< their HBM bytes over their device time, of the core's bandwidth
   double max_error = 0;
   std::map<std::string, double> busy_ns;  ///< per engine (DMA: any queue busy)
+  strata::html_run run;                   ///< the session as the report page shows it
 };
 
 /// Summed length of the union of intervals (DMA queues run in parallel).
@@ -195,6 +199,7 @@ figures measure(const std::string& name, const options& o, sim::runtime& rt, con
   if (device_ns > 0 && avg.peak_flops_per_s > 0) f.mfu = flops * 1e9 / device_ns / avg.peak_flops_per_s;
   if (device_ns > 0 && avg.peak_hbm_bytes_per_s > 0) f.mbu = bytes * 1e9 / device_ns / avg.peak_hbm_bytes_per_s;
   engine_figures(prof.data(), f);
+  f.run = strata::html_run_of(prof.data(), avg, name);
   f.dispatches /= n;
   f.dma_bytes /= n;
   for (auto& [engine, ns] : f.busy_ns) ns /= n;
@@ -329,7 +334,13 @@ int main(int argc, char** argv) {
     }));
 
     print_comparison(all);
-    fmt::print("{}\n", verdict(all));
+    const std::string conclusion = verdict(all);
+    fmt::print("{}\n", conclusion);
+    strata::html_report page{.title = fmt::format("compare_ops: row softmax of [{}, {}] three ways", o.rows, o.cols)};
+    for (auto& f : all) page.runs.push_back(std::move(f.run));
+    page.verdict = conclusion;
+    const auto written = strata::write_html_report(page, o.out_dir + "/report.html");
+    fmt::print("\nreport: {}\n", written.path);
     bool agree = true;
     for (const auto& f : all) {
       if (f.max_error > tolerance) {

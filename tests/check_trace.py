@@ -478,7 +478,9 @@ def main():
                 print(f"{writer} wrote no trace under {trace_dir}", file=sys.stderr)
                 return 1
             for path in paths:
-                if not (os.path.basename(path) == "trace.json" or
+                # trace.json, a window's, an on-demand capture's, or tensorboard_trace_handler's
+                # <worker>.<time_ns>.pt.trace.json (a rank's trace)
+                if not (os.path.basename(path) == "trace.json" or path.endswith(".pt.trace.json") or
                         os.path.basename(path).startswith(("trace_step", "ondemand-"))):
                     fail(f"unexpected file {path}")
                     continue

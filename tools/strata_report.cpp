@@ -28,6 +28,7 @@
 #include "strata/export/write_trace.hpp"
 #include "strata/profiler.hpp"
 #include "report/analyze_command.hpp"
+#include "report/html_command.hpp"
 #include "report/trace_set.hpp"
 
 namespace {
@@ -42,6 +43,7 @@ constexpr std::string_view usage =
     "       strata-report stacks TRACE... -o OUT.folded [--metric METRIC]\n"
     "       strata-report analyze TRACE... [--format table|json|csv] [--jobs N]\n"
     "       strata-report analyze --combine PART.json...\n"
+    "       strata-report html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE]\n"
     "       strata-report --help\n";
 
 constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
@@ -107,6 +109,9 @@ constexpr std::string_view help =
     "stacks TRACE... -o OUT.folded [--metric METRIC] writes collapsed stacks for flame graphs\n"
     "(flamegraph.pl, speedscope) as torch.profiler's export_stacks; METRIC is\n"
     "self_cpu_time_total (default) or self_device_time_total.\n"
+    "\n"
+    "html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE] writes one self-contained\n"
+    "HTML page: summary and ranked recommendations, timeline, ops table, device, comparison.\n"
     "\n"
     "Exit status: 0 done, 1 a trace could not be read, 2 bad usage.\n";
 
@@ -544,6 +549,14 @@ int main(int argc, char** argv) {
           return strata::report::analyze_command(argc, argv);
         } catch (const strata::report::analyze_usage_error& e) {
           throw usage_error{e.message, strata::report::analyze_usage};
+        }
+      }
+      if (argc > 1 && std::string_view(argv[1]) == "html") {
+        try {
+          const std::vector<std::string_view> args(argv + 2, argv + argc);
+          return strata::report::html_command(args);
+        } catch (const strata::report::html_usage_error& e) {
+          throw usage_error{e.message, strata::report::html_usage};
         }
       }
       o = parse(argc, argv);

@@ -199,6 +199,19 @@ class profiler {
   /// `strata::error` for another name, a file that cannot be written, or while recording.
   export_result export_memory_timeline(const std::string& path = {});
 
+  /// The last collected window as one self-contained HTML page (strata/export/html_report.hpp:
+  /// summary with ranked recommendations, timeline overview, the key_averages table, the
+  /// device's engines and memory), written atomically to `path` (default:
+  /// `output_dir/report.html`). `label` names the run on the page (default: the process name).
+  /// Raises `strata::error` for a path that cannot be written (no file is left) or while a
+  /// window is recording.
+  ///
+  /// **Example**
+  /// ```cpp
+  /// prof.export_html("strata-out/report.html");
+  /// ```
+  export_result export_html(const std::string& path = {}, const std::string& label = {});
+
   /// Writes the last collected window to a file of its own,
   /// `output_dir/trace_step<first>-<last>.json` (its first and last steps; `trace_step0-0`
   /// for a session without a schedule and without `step()` calls), adding `.1`, `.2`, …

@@ -224,6 +224,13 @@ int strata_table(char* buf, size_t size, const char* sort_by, int row_limit);
  *  session has stopped), STRATA_ERROR_RUNNING (it still records), STRATA_ERROR_CONFIG (no
  *  path, or an unknown metric), STRATA_ERROR_EXPORT (the file cannot be written; none is left). */
 int strata_export_stacks(const char* path, const char* metric);
+/** Writes the stopped C session's report, one self-contained HTML page (profiler::export_html:
+ *  summary with ranked recommendations, timeline overview, the key_averages table, the device's
+ *  engines and memory), to `path` atomically (NULL: strata-out/report.html, or the session's
+ *  output directory's). Errors: STRATA_ERROR_NO_TRACE (no C session has stopped),
+ *  STRATA_ERROR_RUNNING (it still records), STRATA_ERROR_EXPORT (the file cannot be written;
+ *  none is left). */
+int strata_export_html(const char* path);
 
 #else /* compiled out */
 
@@ -267,6 +274,7 @@ static inline int strata_table(char* buf, size_t size, const char* sort_by, int 
 static inline int strata_export_stacks(const char* path, const char* metric) {
   (void)path; (void)metric; return STRATA_OK;
 }
+static inline int strata_export_html(const char* path) { (void)path; return STRATA_OK; }
 
 #endif
 

@@ -8,6 +8,7 @@ STRATA_PACKAGES=(
   g++ clang meson ninja-build pkg-config python3
   libfmt-dev libboost-dev doctest-dev libbenchmark-dev
   protobuf-compiler zlib1g-dev cmake rapidjson-dev time libclang-rt-14-dev
+  chromium  # tests/check_html_report.py opens the HTML report in it, headless
 )
 
 # The programs the builds and tests run, each with the package above that provides it: checked

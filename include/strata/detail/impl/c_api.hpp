@@ -451,4 +451,20 @@ int strata_export_stacks(const char* path, const char* metric) {
   }
 }
 
+int strata_export_html(const char* path) {
+  using namespace strata::detail;
+  try {
+    std::lock_guard lock(c_api::c_state().mutex);
+    if (const int status = c_api::check_stopped("strata_export_html"); status != STRATA_OK) return status;
+    try {
+      c_api::c_state().session->export_html(path != nullptr ? path : "");
+      return STRATA_OK;
+    } catch (const std::exception& e) {
+      return c_api::report("strata_export_html", e, STRATA_ERROR_EXPORT);
+    }
+  } catch (const std::exception& e) {
+    return c_api::report("strata_export_html", e, STRATA_ERROR_INTERNAL);
+  }
+}
+
 }  // extern "C"

@@ -34,6 +34,7 @@
 #include "strata/device.hpp"
 #include "strata/error.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/export/html_report.hpp"
 #include "strata/export/perfetto_trace.hpp"
 #include "strata/export/write_trace.hpp"
 #include "strata/profiler.hpp"
@@ -460,6 +461,14 @@ struct profiler::session {
                              : std::filesystem::path(path));
   }
 
+  export_result export_html(const std::string& path, const std::string& label) {
+    if (recording_) throw error("profiler::export_html() needs a stopped session; call stop() first");
+    html_report rep;
+    rep.runs.push_back(html_run_of(collected(), key_averages(), label));
+    return write_html_report(rep, path.empty() ? std::filesystem::path(config_.output_dir) / "report.html"
+                                               : std::filesystem::path(path));
+  }
+
   averages key_averages(key_averages_options options = {}) {
     if (recording_) throw error("profiler::key_averages() needs a stopped session; call stop() first");
     if (!config_.correlate_device_time) options.correlate_device_time = false;
@@ -786,6 +795,9 @@ export_result profiler::export_stacks(const std::string& path, const std::string
 }
 export_result profiler::export_memory_timeline(const std::string& path) {
   return session_->export_memory_timeline(path);
+}
+export_result profiler::export_html(const std::string& path, const std::string& label) {
+  return session_->export_html(path, label);
 }
 export_result profiler::export_window_trace() { return session_->export_window_trace(); }
 const std::vector<std::string>& profiler::trace_files() {
