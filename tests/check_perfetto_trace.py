@@ -293,6 +293,9 @@ def compare(trace, d, mode):
     host_pid = events[0]["pid"]
     # Tracks: JSON (pid, tid) -> name and sort index; Perfetto tracks by (pid, name).
     process_names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    if "distributedInfo" in trace:  # a rank's processes are named after it in the protobuf
+        rank = trace["distributedInfo"]["rank"]
+        process_names = {pid: f"rank {rank}: {name}" for pid, name in process_names.items()}
     thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     sort_index = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in events if e.get("name") == "thread_sort_index"}
     process_order = {e["pid"]: e["args"]["sort_index"] for e in events if e.get("name") == "process_sort_index"}

@@ -118,6 +118,18 @@ typedef struct strata_config {
   /** Non-zero: record the FLOP counts set with strata_set_flops: the tables' FLOPs column and
    *  the trace's `args.flops`. 0: off. */
   int with_flops;
+  /** Which rank of a distributed job this process is (torch.distributed's numbering): every
+   *  trace then carries Kineto's `distributedInfo` and its process is named `rank R: ...` in a
+   *  `.pftrace`. `world_size` 0: not set here; the environment a launcher sets decides
+   *  (STRATA_RANK, STRATA_WORLD_SIZE, STRATA_LOCAL_RANK, STRATA_BACKEND, then torchrun's RANK,
+   *  WORLD_SIZE, LOCAL_RANK), as for the C++ profiler. `rank` must be below `world_size`. */
+  int world_size;
+  /** The global rank, from 0 (read when `world_size` is not 0). */
+  int rank;
+  /** The rank on its host plus one (0: not known; read when `world_size` is not 0). */
+  int local_rank_plus_one;
+  /** The collective backend, e.g. "ccom" (Neuron), "nccl", "gloo"; NULL or "": none named. */
+  const char* backend;
 } strata_config;
 
 /** A strata_config with every field at its default (zero). */

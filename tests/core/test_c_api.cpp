@@ -350,6 +350,41 @@ TEST_CASE("C API: a flight recorder keeps each thread's newest records") {
   CHECK(strata::detail::c_api::c_session()->stats().dropped == 6);
 }
 
+TEST_CASE("C API: a rank of a distributed job says so in its traces") {
+  strata_test::temp_dir dir("c-api-rank");
+  const auto run_to = [&](const char* leaf, int world_size, int rank, int local_rank_plus_one, const char* backend) {
+    const std::string output = output_in(dir, leaf);
+    strata_config c = STRATA_CONFIG_INIT;
+    c.output = output.c_str();
+    c.world_size = world_size;
+    c.rank = rank;
+    c.local_rank_plus_one = local_rank_plus_one;
+    c.backend = backend;
+    REQUIRE(strata_start_ex(&c) == STRATA_OK);
+    strata_push("ranked");
+    strata_pop();
+    REQUIRE(strata_stop_and_export() == STRATA_OK);
+    return strata_test::read_file(output);
+  };
+  const std::string json = run_to("r.json", 4, 3, 2, "ccom");
+  CHECK(json.find("\"distributedInfo\":{\"backend\":\"ccom\",\"rank\": 3,\"world_size\":4,\"local_rank\":1,") !=
+        std::string::npos);
+  CHECK(run_to("r.pftrace", 4, 3, 0, nullptr).find("rank 3: ") != std::string::npos);
+  CHECK(run_to("rank0.json", 2, 0, 0, nullptr).find("\"rank\": 0,\"world_size\":2,\"pg_count\"") != std::string::npos);
+
+  strata_config bad = STRATA_CONFIG_INIT;
+  const std::string output = output_in(dir, "bad.json");
+  bad.output = output.c_str();
+  bad.world_size = 2;
+  bad.rank = 2;
+  CHECK(strata_start_ex(&bad) == STRATA_ERROR_CONFIG);  // a rank not below the world size
+  bad.rank = -1;
+  CHECK(strata_start_ex(&bad) == STRATA_ERROR_CONFIG);
+  bad.world_size = -2;
+  bad.rank = 0;
+  CHECK(strata_start_ex(&bad) == STRATA_ERROR_CONFIG);
+}
+
 TEST_CASE("C API: each error code says what happened") {
   strata_test::temp_dir dir("c-api-errors");
   const std::string output = output_in(dir);

@@ -130,3 +130,21 @@ TEST_CASE("distributed: tensorboard_trace_handler names files as torch does") {
   CHECK_THROWS_WITH_AS(strata::tensorboard_trace_handler(""), doctest::Contains("the directory is empty"),
                        strata::error);
 }
+
+TEST_CASE("distributed: a rank's Perfetto trace names its processes after the rank") {
+  // The protobuf format has no distributedInfo: the process names carry the rank, as the
+  // descriptors' process_name fields, which Perfetto UI and trace_processor show.
+  strata_test::temp_dir dir;
+  const auto pftrace_of = [&](strata::distributed_info rank) {
+    strata::profiler prof(
+        {.output_dir = dir.path().string(), .process_name = "tp worker", .distributed = std::move(rank)});
+    prof.start();
+    { STRATA_SCOPE("work"); }
+    prof.stop();
+    return strata_test::read_file(prof.export_perfetto_trace().path);
+  };
+  CHECK(pftrace_of({.rank = 2, .world_size = 4}).find("rank 2: tp worker") != std::string::npos);
+  const std::string plain = pftrace_of({});
+  CHECK(plain.find("rank ") == std::string::npos);
+  CHECK(plain.find("tp worker") != std::string::npos);
+}

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "strata/analysis/memory.hpp"
+#include "strata/distributed.hpp"
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
@@ -241,6 +242,14 @@ inline constexpr std::uint32_t annotation_legacy_json = 9;
 inline constexpr std::uint32_t annotation_name = 10;
 inline constexpr std::uint32_t annotation_dict_entries = 11;
 inline constexpr std::uint32_t annotation_array_values = 12;
+
+/// A process's name as the Perfetto trace shows it: `rank R: name` for a rank of a distributed
+/// job. The JSON says who the rank is in its top-level `distributedInfo`, which the protobuf
+/// format has no place for; Perfetto UI and trace_processor show the process name.
+inline std::string with_rank(const std::string& name, const distributed_info& d) {
+  if (!d.known()) return name;
+  return "rank " + std::to_string(d.rank) + ": " + name;
+}
 
 /// `s` as valid UTF-8, the way the JSON writer shows names: each byte that is not part of a
 /// well-formed sequence becomes U+FFFD; everything else (control bytes, NUL) stays as it is.
@@ -1018,7 +1027,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   {
     message process, track;
     process.int64(pf::process_pid, static_cast<std::int64_t>(data.pid))
-        .bytes(pf::process_name, pf::valid_utf8(data.process_name));
+        .bytes(pf::process_name, pf::valid_utf8(pf::with_rank(data.process_name, data.distributed)));
     track.varint(pf::track_uuid, host_uuid).nested(pf::track_process, process).varint(pf::track_sibling_order_rank, 0);
     descriptor(track);
   }
@@ -1045,7 +1054,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
       if (inserted) {
         it->second = {next_uuid++, next_uuid++};
         message process, process_track, engines;
-        process.int64(pf::process_pid, static_cast<std::int64_t>(t.pid)).bytes(pf::process_name, pf::valid_utf8(t.process_name));
+        process.int64(pf::process_pid, static_cast<std::int64_t>(t.pid)).bytes(pf::process_name, pf::valid_utf8(pf::with_rank(t.process_name, data.distributed)));
         process_track.varint(pf::track_uuid, it->second.uuid)
             .nested(pf::track_process, process)
             .varint(pf::track_sibling_order_rank, devices.size());

@@ -64,6 +64,14 @@ inline profiler_config to_profiler_config(const strata_config& c, std::string& o
   config.crash_dump = c.crash_dump != 0 || crash_dump_asked();  // or STRATA_CRASH_DUMP=1
   config.profile_memory = c.profile_memory != 0;
   config.with_flops = c.with_flops != 0;
+  if (c.world_size != 0) {
+    if (c.world_size < 0 || c.rank < 0 || c.local_rank_plus_one < 0)
+      throw error("strata_config.world_size " + std::to_string(c.world_size) + ", rank " + std::to_string(c.rank) +
+                  ", local_rank_plus_one " + std::to_string(c.local_rank_plus_one) +
+                  ": a rank is a count from 0 and a world size one from 1");
+    config.distributed = {.rank = c.rank, .local_rank = c.local_rank_plus_one - 1, .world_size = c.world_size,
+                          .backend = c.backend != nullptr ? c.backend : ""};
+  }
   if (c.memory_limit != 0) config.memory_limit = c.memory_limit;
   if (c.flight_recorder != 0) {
     config.overflow = overflow_policy::flight_recorder;
@@ -78,6 +86,8 @@ inline std::string in_c_terms(std::string message) {
       {"profiler_config::buffer_capacity", "strata_config.flight_recorder"},
       {"profiler_config::schedule", "strata_config.schedule"},
       {"profiler_config::output_dir", "the directory of strata_config.output"},
+      {"profiler_config::distributed.rank", "strata_config.rank"},
+      {"is not below world_size", "is not below strata_config.world_size"},
       {"profiler_config::", "strata_config."},
   };
   for (const auto& [from, to] : names)
