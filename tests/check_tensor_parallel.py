@@ -111,10 +111,11 @@ def check(program, mode):
                 if (e["pid"], e["tid"], e["ts"]) not in bound:
                     problems.append(f"{f.name}: seq {seq}: no flow arrives at the collective")
                 rank = args["Rank"]
-                ends.setdefault(seq, []).append(round(e["ts"] + e["dur"], 1))
+                ends.setdefault(seq, []).append(e["ts"] + e["dur"])
                 arrivals.setdefault(seq, []).append((e["ts"], rank, pid, waits.get((pid, e["ts"])), f.name))
         for seq, seen in sorted(arrivals.items()):
-            if len(seen) != RANKS or len(set(ends[seq])) != 1:
+            # ts and dur are each written to the nanosecond, so one instant may read 1-2 ns apart
+            if len(seen) != RANKS or max(ends[seq]) - min(ends[seq]) > 0.0025:
                 problems.append(f"seq {seq}: ends {ends[seq]} on {len(seen)} ranks (want one end on {RANKS})")
                 continue
             last = max(b for b, *_ in seen)
