@@ -309,4 +309,15 @@ TEST_CASE("a spilled session's table reads the spill file: every record, nested 
   CHECK(t->records.size() == static_cast<std::size_t>(3 * ops + 1));
   CHECK(std::is_sorted(t->records.begin(), t->records.end(), strata::detail::record_order));
   CHECK(strata_test::name_of(t->records.front()) == "spilled session");
+  // Read a block at a time from the spill file, the table is the one of the records in memory.
+  const strata::averages loaded = prof.key_averages();
+  REQUIRE(loaded.rows.size() == a.rows.size());
+  for (const auto& r : a.rows) {
+    CAPTURE(r.name);
+    const strata::average_row* l = loaded.find(r.name);
+    REQUIRE(l != nullptr);
+    CHECK(l->count == r.count);
+    CHECK(l->cpu_total_ns == r.cpu_total_ns);
+    CHECK(l->self_cpu_ns == r.self_cpu_ns);
+  }
 }

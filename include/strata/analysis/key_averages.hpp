@@ -611,10 +611,8 @@ class session_averages {
     for (std::size_t k = 0; k < data_.threads.size() && of == data_.threads.size(); ++k)
       if (!data_.threads[k].steps && data_.threads[k].pid == track.pid && data_.threads[k].tid == track.steps_of) of = k;
     std::vector<step_mark>& marks = steps_of_track_[of];
-    const std::span<const record> records = records_of(track);
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      const record& r = records[i];
-      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
+    for_each_record(track, [&](const record& r, std::size_t i) {
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) return;
       const std::uint32_t s = site_index(r.site);
       const std::int64_t begin = data_.ns_of(track, r.begin);
       const std::int64_t end = std::max(begin, data_.ns_of(track, r.end));
@@ -637,7 +635,7 @@ class session_averages {
         marks.push_back({begin, end, s});
       }
       saw(sums, {begin, end, t, i}, true);
-    }
+    });
   }
 
   /// The top-level event [begin, end] of the track being read against the steps its thread
@@ -663,13 +661,15 @@ class session_averages {
       if (begin < marks[k].end) root_steps_.push_back(marks[k].site);
   }
 
-  /// The records of `track`, in order: its own, or those of a spilled track read back into
-  /// `spilled_` (one track at a time in memory).
-  std::span<const record> records_of(const thread_track& track) {
-    if (track.spilled.empty()) return track.records;
-    std::vector<record>().swap(spilled_);  // the previous spilled track's memory goes first
-    read_track_into(data_, track, spilled_);
-    return spilled_;
+  /// Calls `f(record, index)` for each record of `track` in order, the index counting from 0:
+  /// from memory, or a spilled track's from its spill file a block at a time, so that reading
+  /// a spilled session holds one block of each track in memory, not the track.
+  template <class F>
+  void for_each_record(const thread_track& track, F&& f) {
+    std::size_t i = 0;
+    read_track(data_, track, [&](const record* first, std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k) f(first[k], i++);
+    });
   }
 
   void start_steps_of(std::size_t t) {
@@ -691,24 +691,20 @@ class session_averages {
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
       return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
     };
-    const std::span<const record> all = records_of(track);
-    const record* const records = all.data();
-    const std::size_t n = all.size();
-
     // Device events have no parents and no CPU time; their time goes to an owner later.
-    const auto add_device = [&](std::size_t i, std::uint32_t s, std::int64_t begin, std::int64_t end,
-                                bool count_correlated) {
+    const auto add_device = [&](const record& r, std::size_t i, std::uint32_t s, std::int64_t begin,
+                                std::int64_t end, bool count_correlated) {
       site_sums& sums = sites_[s];
       ++sums.count;
-      sums.flops += records[i].site->flops;
+      sums.flops += r.site->flops;
       sums.bytes += sums.bytes_per_event;
       sums.self_device += end - begin;
       sums.device_total += end - begin;
       saw(sums, {begin, end, t, i}, true);
-      if (count_correlated && records[i].payload != 0 && opt_.correlate_device_time) {
-        correlation& k = correlations_[correlation_index(records[i].payload)];
+      if (count_correlated && r.payload != 0 && opt_.correlate_device_time) {
+        correlation& k = correlations_[correlation_index(r.payload)];
         k.device_ns += end - begin;
-        k.device_flops += records[i].site->flops;
+        k.device_flops += r.site->flops;
         k.device_bytes += sums.bytes_per_event;
       }
     };
@@ -723,25 +719,24 @@ class session_averages {
     host_events_ = 0;
     bool in_order = true;
     std::int64_t last_begin = 0, last_end = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const record& r = records[i];
-      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
+    for_each_record(track, [&](const record& r, std::size_t i) {
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) return;
       const std::uint32_t s = site_index(r.site);
       const std::int64_t begin = ns_of(r.begin);
       const std::int64_t end = std::max(begin, ns_of(r.end));
       if (sites_[s].is_device) {
-        add_device(i, s, begin, end, true);
-        continue;
+        add_device(r, i, s, begin, end, true);
+        return;
       }
-      if (!in_order) continue;
+      if (!in_order) return;
       if (host_events_ != 0 && (begin < last_begin || (begin == last_begin && end > last_end))) {
         in_order = false;
-        continue;
+        return;
       }
       last_begin = begin;
       last_end = end;
       add_host(t, i, r.payload, s, begin, end);
-    }
+    });
     if (in_order) {
       finish_tree(t);
       merge_correlations();
@@ -768,28 +763,31 @@ class session_averages {
     host_events_ = 0;
     start_steps_of(t);
 
+    // The track's host events, sorted: what this keeps in memory is the host events alone
+    // (a spilled track's too), which only a track out of order in nanoseconds needs.
     struct host_event {
       std::int64_t begin, end;
       std::size_t index;
+      std::uint64_t payload;
+      std::uint32_t site;
     };
     std::vector<host_event> order;
-    for (std::size_t i = 0; i < n; ++i) {
-      const record& r = records[i];
-      if (r.site->kind != record_kind::scope || r.site->category != nullptr) continue;
+    for_each_record(track, [&](const record& r, std::size_t i) {
+      if (r.site->kind != record_kind::scope || r.site->category != nullptr) return;
       const std::int64_t begin = ns_of(r.begin);
       const std::int64_t end = std::max(begin, ns_of(r.end));
       const std::uint32_t s = site_index(r.site);
       if (sites_[s].is_device)
-        add_device(i, s, begin, end, false);  // their device time was counted already
+        add_device(r, i, s, begin, end, false);  // their device time was counted already
       else
-        order.push_back({begin, end, i});
-    }
+        order.push_back({begin, end, i, r.payload, s});
+    });
     std::stable_sort(order.begin(), order.end(), [](const host_event& x, const host_event& y) {
       if (x.begin != y.begin) return x.begin < y.begin;
       return x.end > y.end;
     });
     for (const host_event& e : order)
-      add_host(t, e.index, records[e.index].payload, site_index(records[e.index].site), e.begin, e.end);
+      add_host(t, e.index, e.payload, e.site, e.begin, e.end);
     finish_tree(t);
     merge_correlations();
     finish_memory();
@@ -1076,7 +1074,6 @@ class session_averages {
   // Steps, by the track of the thread that marked them; those of the track being read, and
   // where cover_steps() has got to in them.
   std::unordered_map<std::size_t, std::vector<step_mark>> steps_of_track_;
-  std::vector<record> spilled_;  // a spilled track being read (records_of)
   const std::vector<step_mark>* track_steps_ = nullptr;
   std::int64_t covered_end_ = 0;      // the end of the top-level events read so far
   std::size_t step_uncovered_ = 0;    // steps before it end before covered_end_
