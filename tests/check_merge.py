@@ -109,6 +109,14 @@ def normal(value):
     return str(value) if isinstance(value, D) else value
 
 
+def table_json(report, *traces):
+    r = subprocess.run([report, *traces, "--format", "json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"strata-report {' '.join(traces)}: {r.stderr}")
+        return None
+    return json.loads(r.stdout)
+
+
 def part_strata(report, data, tmp):
     job = os.path.join(data, "strata_job")
     doc, r = merged(report, tmp, "strata.json", job)
@@ -171,6 +179,8 @@ def part_kineto(report, data, tmp):
         names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
         expect(f"{out} process names", names, {1: "rank 0: python", 2: "rank 0: pid 0", 1001: "rank 1: python",
                                               1002: "rank 1: pid 0"})
+        # strata-report reads the merged trace as it reads the ranks: the same table.
+        expect(f"{out} key_averages", table_json(report, os.path.join(tmp, out)), table_json(report, job))
         # Rank 1's Seq 1 all-reduce, at its own 450 us, its correlation 3 + 1000.
         seq1 = [(e["pid"], e["ts"], e["args"]["correlation"]) for e in doc["traceEvents"]
                 if e.get("args", {}).get("Seq") == 1]
@@ -336,6 +346,16 @@ def part_tensor_parallel(report, data, tmp, program):
     for seq, got in ends.items():
         if len(got) != ranks or max(got) - min(got) > 1:
             fail(f"tp: Seq {seq} ends at {got}: not one aligned time within 1 us on {ranks} ranks")
+    # strata-report's table of the merged trace is the ranks' table, less the device's peaks
+    # (otherData, a session's facts, is not carried over) and so MFU and MBU.
+    tables = [table_json(report, out_dir), table_json(report, out)]
+    if None not in tables:
+        for t in tables:
+            for key in ("peak_tflops", "peak_hbm_gbps"):
+                t.pop(key)
+            for row in t["rows"]:
+                row.pop("mfu"), row.pop("mbu")
+        expect("tp key_averages of the merged trace", tables[1], tables[0])
     # check_trace's checks on every track: flows bound to slices in time order, slices nested,
     # events oldest first (a strata trace's ts keep their three decimals through the shift).
     per_thread = {}
