@@ -204,7 +204,7 @@ inline std::optional<std::uint64_t> id_value(std::string_view text, bool is_stri
   return parse_unsigned(text);
 }
 
-/// What a role a value of an event plays in the merge.
+/// The part a value of an event plays in the merge.
 enum class merge_role : std::uint8_t { none, ph, name, pid, ts, id, arg_name, arg_sort_index };
 
 /// One SAX token of the event being read; its text is in the reader's arena.
