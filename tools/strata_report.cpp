@@ -29,6 +29,7 @@
 #include "strata/profiler.hpp"
 #include "report/analyze_command.hpp"
 #include "report/html_command.hpp"
+#include "report/merge_command.hpp"
 #include "report/trace_set.hpp"
 
 namespace {
@@ -44,6 +45,7 @@ constexpr std::string_view usage =
     "       strata-report analyze TRACE... [--format table|json|csv] [--jobs N]\n"
     "       strata-report analyze --combine PART.json...\n"
     "       strata-report html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE]\n"
+    "       strata-report merge TRACE... -o JOB.json|JOB.json.gz [--no-align]\n"
     "       strata-report --help\n";
 
 constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";
@@ -112,6 +114,10 @@ constexpr std::string_view help =
     "\n"
     "html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE] writes one self-contained\n"
     "HTML page: summary and ranked recommendations, timeline, ops table, device, comparison.\n"
+    "\n"
+    "merge TRACE... -o JOB.json writes a distributed job's rank traces as one timeline for\n"
+    "Perfetto UI: one process group per rank, clocks aligned on baseTimeNanoseconds\n"
+    "(strata-report merge --help).\n"
     "\n"
     "Exit status: 0 done, 1 a trace could not be read, 2 bad usage.\n";
 
@@ -557,6 +563,14 @@ int main(int argc, char** argv) {
           return strata::report::html_command(args);
         } catch (const strata::report::html_usage_error& e) {
           throw usage_error{e.message, strata::report::html_usage};
+        }
+      }
+      if (argc > 1 && std::string_view(argv[1]) == "merge") {
+        try {
+          const std::vector<std::string_view> args(argv + 2, argv + argc);
+          return strata::report::merge_command(args);
+        } catch (const strata::report::merge_usage_error& e) {
+          throw usage_error{e.message, strata::report::merge_usage};
         }
       }
       o = parse(argc, argv);

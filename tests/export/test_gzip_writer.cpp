@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <zlib.h>  // only to compare strata's declaration of z_stream with zlib's
 
 #include "strata/export/chrome_trace.hpp"
+#include "strata/export/write_trace.hpp"
 #include "strata/detail/trace_file.hpp"
 #include "support.hpp"
 
@@ -117,4 +119,39 @@ TEST_CASE("trace writers compress a path ending in .gz and only that") {
   CHECK(packed.events == plain.events);
   CHECK(packed.bytes == std::filesystem::file_size(dir / "trace.json.gz"));
   gzip_test::check_gzip_of(read_file(dir / "trace.json.gz"), json);
+}
+
+TEST_CASE("trace_output: a tool's own trace text, plain or gzip, in place only once committed") {
+  strata_test::temp_dir dir;
+  const std::string text = "{\"traceEvents\":[\n{\"ph\":\"X\",\"name\":\"a\"}\n]}\n";
+  SUBCASE("plain") {
+    strata::trace_output out(dir / "job.json");
+    out.write(std::string_view(text).substr(0, 5));
+    out.write(std::string_view(text).substr(5));
+    CHECK(out.bytes_written() == text.size());
+    CHECK_FALSE(std::filesystem::exists(dir / "job.json"));
+    out.commit();
+    CHECK(read_file(dir / "job.json") == text);
+    CHECK(dir.entries() == std::vector<std::string>{"job.json"});
+  }
+  SUBCASE(".gz: compressed") {
+    strata::trace_output out(dir / "job.json.gz");
+    out.write(text);
+    out.commit();
+    gzip_test::check_gzip_of(read_file(dir / "job.json.gz"), text);
+    CHECK(dir.entries() == std::vector<std::string>{"job.json.gz"});
+  }
+  SUBCASE("destroyed uncommitted: nothing left, an earlier file untouched") {
+    strata_test::write_file(dir / "job.json", "earlier");
+    {
+      strata::trace_output out(dir / "job.json");
+      out.write(text);
+    }
+    CHECK(read_file(dir / "job.json") == "earlier");
+    CHECK(dir.entries() == std::vector<std::string>{"job.json"});
+  }
+  SUBCASE("an output directory that does not exist") {
+    CHECK_THROWS_WITH_AS(strata::trace_output(dir / "missing" / "job.json"),
+                         doctest::Contains("choose a writable output directory"), strata::error);
+  }
 }

@@ -179,34 +179,10 @@ inline std::vector<rank_analysis> analyze_files(std::span<const std::filesystem:
   return out;
 }
 
-/// The ranks of one job: no rank twice, one world size, every rank below it. Sorts by rank.
-/// Files without distributedInfo are rank 0 (HTA's rule), said on stderr.
+/// The ranks of one job (check_one_job), sorted by rank; a rank without device kernels is said
+/// on stderr.
 inline void check_job(std::vector<rank_analysis>& ranks) {
-  for (const rank_analysis& r : ranks)
-    if (r.rank_assumed)
-      fmt::print(stderr, "strata-report: {} has no distributedInfo.rank: taken as rank 0, as HTA does\n", r.source);
-  std::stable_sort(ranks.begin(), ranks.end(), [](const rank_analysis& a, const rank_analysis& b) { return a.rank < b.rank; });
-  // Mixed jobs first: two jobs' traces in one directory also repeat ranks.
-  const rank_analysis* sized = nullptr;
-  for (const rank_analysis& r : ranks) {
-    if (!r.world_size) continue;
-    if (r.rank >= *r.world_size)
-      throw error(fmt::format("{} is rank {} of a world of {}: distributedInfo is inconsistent",
-                              r.source, r.rank, *r.world_size));
-    if (sized != nullptr && *sized->world_size != *r.world_size)
-      throw error(fmt::format(
-          "{} (world size {}) and {} (world size {}) are ranks of different jobs: analyze one job's "
-          "traces at a time",
-          sized->source, *sized->world_size, r.source, *r.world_size));
-    if (sized == nullptr) sized = &r;
-  }
-  for (std::size_t i = 1; i < ranks.size(); ++i)
-    if (ranks[i].rank == ranks[i - 1].rank)
-      throw error(fmt::format(
-          "{} and {} are both rank {}{}: analyze takes one trace per rank of one job (one window of a "
-          "schedule at a time)",
-          ranks[i - 1].source, ranks[i].source, ranks[i].rank,
-          ranks[i].rank_assumed || ranks[i - 1].rank_assumed ? " (a file without distributedInfo is rank 0)" : ""));
+  check_one_job(ranks, "analyze");
   for (const rank_analysis& r : ranks)
     if (r.kernels == 0) fmt::print(stderr, "strata-report: {} holds no device kernels: its figures are 0\n", r.source);
 }

@@ -6,13 +6,18 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <zlib.h>
+
+#include "strata/error.hpp"
+#include "report/trace_input.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -58,6 +63,32 @@ class gzip_source {
   std::unique_ptr<gzFile_s, closer> file_;
   std::string failure_;
 };
+
+/// Calls `parse(open)` for the saved trace at `path`, where each call of `open()` gives a fresh
+/// source of its bytes from the start (a reader that needs a second pass calls it again): a
+/// gzip_source when the file begins with gzip's magic bytes, whatever its name, else a
+/// file_source. Raises `strata::error` naming the file (`source`, as messages quote it) when it
+/// does not exist, is a directory or cannot be opened.
+template <class Parse>
+auto parse_trace_file(const std::filesystem::path& path, const std::string& source, Parse parse) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw error("cannot read trace " + source + ": no such file");
+  if (std::filesystem::is_directory(status)) throw error("cannot read trace " + source + ": it is a directory");
+  const auto open_plain = [&] {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) throw error("cannot read trace " + source + ": cannot open it (permissions?)");
+    std::setvbuf(f, nullptr, _IONBF, 0);  // json_input reads in large blocks already
+    return file_source(f);
+  };
+  char magic[2] = {};
+  const std::size_t got = [&] {
+    file_source first = open_plain();
+    return first.read(magic, sizeof magic);
+  }();
+  if (starts_like_gzip(std::string_view(magic, got))) return parse([&] { return gzip_source(path); });
+  return parse(open_plain);
+}
 
 }  // namespace detail
 }  // namespace report

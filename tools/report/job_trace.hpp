@@ -5,6 +5,7 @@
 // is in docs/distributed.md, "Reading a rank's trace".
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "strata/analysis/job_analysis.hpp"
 #include "strata/error.hpp"
@@ -49,6 +52,27 @@ inline bool counted_launch_name(std::string_view name) noexcept {
 
 /// strata's device cores are processes 2^24 + k (docs/trace-format.md).
 inline constexpr std::int64_t device_pid_base = std::int64_t{1} << 24;
+
+/// A trace's top-level `baseTimeNanoseconds` (its wall clock at `ts` 0) into `out`; the message
+/// naming the trace (`source`) when it is not a whole number.
+inline std::optional<std::string> read_base_time(std::string_view text, const std::string& source,
+                                                 std::optional<std::int64_t>& out) {
+  const auto v = parse_signed(text);
+  if (!v) return "trace " + source + ": baseTimeNanoseconds is not a whole number: " + std::string(text);
+  out = *v;
+  return std::nullopt;
+}
+
+/// `distributedInfo.rank` or `.world_size` (`key`) into `out`; the message naming the trace when
+/// it is not a count.
+inline std::optional<std::string> read_rank_count(std::string_view key, std::string_view text, const std::string& source,
+                                                  std::optional<std::int64_t>& out) {
+  const auto v = parse_signed(text);
+  if (!v || *v < 0)
+    return "trace " + source + ": distributedInfo." + std::string(key) + " is not a count: " + std::string(text);
+  out = *v;
+  return std::nullopt;
+}
 
 /// The SAX handler: keeps what the job analyses need of each event as the parser passes it.
 class job_trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, job_trace_builder> {
@@ -100,19 +124,14 @@ class job_trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>,
   bool scalar(std::string_view text, bool is_string) {
     if (depth_ == 1 && !root_array_) {
       if (key_ == "baseTimeNanoseconds") {
-        const auto v = parse_signed(text);
-        if (!v) return stop("trace " + out_.source + ": baseTimeNanoseconds is not a whole number: " + std::string(text));
-        out_.base_time_ns = *v;
+        if (auto m = read_base_time(text, out_.source, out_.base_time_ns)) return stop(std::move(*m));
       } else if (key_ == "schemaVersion") {
         kineto_seen_ = true;
       }
     } else if (depth_ == info_depth_) {
-      if (key_ == "rank" || key_ == "world_size") {
-        const auto v = parse_signed(text);
-        if (!v || *v < 0)
-          return stop("trace " + out_.source + ": distributedInfo." + key_ + " is not a count: " + std::string(text));
-        (key_ == "rank" ? out_.rank : out_.world_size) = *v;
-      }
+      if (key_ == "rank" || key_ == "world_size")
+        if (auto m = read_rank_count(key_, text, out_.source, key_ == "rank" ? out_.rank : out_.world_size))
+          return stop(std::move(*m));
     } else if (depth_ == other_depth_) {
       if (key_ == "strata_version") strata_seen_ = true;
     } else if (in_event_ && depth_ == event_depth_) {
@@ -302,27 +321,44 @@ inline rank_model read_rank_model_bytes(std::string_view json, const std::string
 /// `strata::error` naming the file when it cannot be read or is not a Chrome trace JSON.
 inline rank_model read_rank_model(const std::filesystem::path& path) {
   const std::string source = "'" + path.string() + "'";
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw error("cannot read trace " + source + ": no such file");
-  if (std::filesystem::is_directory(status)) throw error("cannot read trace " + source + ": it is a directory");
-  const auto open_plain = [&] {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) throw error("cannot read trace " + source + ": cannot open it (permissions?)");
-    std::setvbuf(f, nullptr, _IONBF, 0);
-    return detail::file_source(f);
-  };
-  char magic[2] = {};
-  const std::size_t got = [&] {
-    detail::file_source first = open_plain();
-    return first.read(magic, sizeof magic);
-  }();
-  if (detail::starts_like_gzip(std::string_view(magic, got))) {
-    detail::gzip_source in(path);
+  return detail::parse_trace_file(path, source, [&](auto open) {
+    auto in = open();
     return detail::parse_rank_model(in, source);
+  });
+}
+
+/// The traces of one job, one per rank, as `command` (analyze, merge) takes them: no rank twice,
+/// one world size, every rank below it. Sorts them by rank. A trace without distributedInfo is
+/// rank 0 (HTA's rule), said on stderr. `Rank` has `source` (the file), `rank`, `world_size`
+/// (optional) and `rank_assumed`; raises `strata::error` naming the files.
+template <class Rank>
+void check_one_job(std::vector<Rank>& ranks, std::string_view command) {
+  for (const Rank& r : ranks)
+    if (r.rank_assumed)
+      fmt::print(stderr, "strata-report: {} has no distributedInfo.rank: taken as rank 0, as HTA does\n", r.source);
+  std::stable_sort(ranks.begin(), ranks.end(), [](const Rank& a, const Rank& b) { return a.rank < b.rank; });
+  // Mixed jobs first: two jobs' traces in one directory also repeat ranks.
+  const Rank* sized = nullptr;
+  for (const Rank& r : ranks) {
+    if (!r.world_size) continue;
+    if (r.rank >= *r.world_size)
+      throw error(fmt::format("{} is rank {} of a world of {}: distributedInfo is inconsistent",
+                              r.source, r.rank, *r.world_size));
+    if (sized != nullptr && *sized->world_size != *r.world_size)
+      throw error(fmt::format(
+          "{} (world size {}) and {} (world size {}) are ranks of different jobs: {} one job's "
+          "traces at a time",
+          sized->source, *sized->world_size, r.source, *r.world_size, command));
+    if (sized == nullptr) sized = &r;
   }
-  detail::file_source in = open_plain();
-  return detail::parse_rank_model(in, source);
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    if (ranks[i].rank == ranks[i - 1].rank)
+      throw error(fmt::format(
+          "{} and {} are both rank {}{}: {} takes one trace per rank of one job (one window of a "
+          "schedule at a time)",
+          ranks[i - 1].source, ranks[i].source, ranks[i].rank,
+          ranks[i].rank_assumed || ranks[i - 1].rank_assumed ? " (a file without distributedInfo is rank 0)" : "",
+          command));
 }
 
 }  // namespace report

@@ -118,25 +118,8 @@ inline saved_trace read_trace(std::istream& in, const std::string& source = "<st
 /// ```
 inline saved_trace read_trace(const std::filesystem::path& path, read_options options = {}) {
   const std::string source = "'" + path.string() + "'";
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw error("cannot read trace " + source + ": no such file");
-  if (std::filesystem::is_directory(status))
-    throw error("cannot read trace " + source + ": it is a directory");
-  const auto open_plain = [&] {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) throw error("cannot read trace " + source + ": cannot open it (permissions?)");
-    std::setvbuf(f, nullptr, _IONBF, 0);  // json_input reads in large blocks already
-    return detail::file_source(f);
-  };
-  char magic[2] = {};
-  const std::size_t got = [&] {
-    detail::file_source first = open_plain();
-    return first.read(magic, sizeof magic);
-  }();
-  if (detail::starts_like_gzip(std::string_view(magic, got)))
-    return detail::read_trace_from([&] { return detail::gzip_source(path); }, source, options);
-  return detail::read_trace_from(open_plain, source, options);
+  return detail::parse_trace_file(path, source,
+                                  [&](auto open) { return detail::read_trace_from(open, source, options); });
 }
 
 /// key_averages() of a saved trace, labelled with its device name and lost-record count. The
