@@ -100,23 +100,22 @@ inline void job_recommendations(const job_figures& job, const recommendation_thr
       saving += s->median_late_ns * (ranks_in_step[s->step] - 1);
       largest = std::max(largest, s->max_late_ns);
       medians.push_back(s->median_late_ns);
-      names.push_back(std::to_string(s->step));
+      names.push_back(s->step < 0 ? std::string("outside any step") : std::to_string(s->step));
     }
     const std::int64_t median = median_of(medians);
-    const std::int64_t others = ranks_in_step[steps.front()->step] - 1;
     const bool no_steps = steps.size() == 1 && steps.front()->step < 0;
     recommendation r{"stragglers",
                      fmt::format("Rank {} starts its collectives {} late: the other ranks wait for it", rank, report_time(median)),
                      "", saving, {fmt::format("rank {}", rank)}};
     r.detail = fmt::format(
-        "{}, rank {}'s collectives started a median {} after their group's median start (at most {} late; "
-        "a straggler is over {}). The {} other rank{} wait{} for it in each of them: {} of waiting{}. Look at what "
-        "delays rank {} before its collectives: its host (input, a slower op, a busier machine) or its device.",
+        "{}, rank {}'s collectives started a median {} after their group's median start (at most {} late; a "
+        "straggler is over {}), and the other ranks wait for it in them: {} of waiting (its lateness times the "
+        "ranks beside it{}). Look at what delays rank {} before its collectives: its host (input, a slower op, a "
+        "busier machine) or its device.",
         no_steps ? std::string("Over the run (no ProfilerStep marked)")
                  : fmt::format("In step{} {}", steps.size() == 1 ? "" : "s", listed(names)),
-        rank, report_time(median), report_time(largest), report_time(job.options.straggler_ns), others,
-        others == 1 ? "" : "s", others == 1 ? "s" : "", report_time(saving),
-        no_steps || steps.size() == 1 ? std::string() : " over those steps", rank);
+        rank, report_time(median), report_time(largest), report_time(job.options.straggler_ns), report_time(saving),
+        steps.size() == 1 ? "" : ", step by step", rank);
     timed.push_back(std::move(r));
   }
 

@@ -145,6 +145,10 @@ inline run_numbers numbers_of(const html_run& r) {
   return n;
 }
 
+/// Whether a run is a job whose ranks the Distributed section compares (and the rules over
+/// ranks apply to): two ranks or more ran kernels.
+inline bool shows_job(const html_run& r) { return r.job.ranks_with_kernels() >= 2; }
+
 inline std::vector<memory_peak> peaks_of(const html_run& r) {
   std::vector<memory_peak> out;
   for (const memory_curve& m : r.memory) out.push_back(m.peak);
@@ -276,7 +280,8 @@ inline void append_summary(page_writer& w, const html_report& rep) {
          n.peak_memory ? report_bytes(n.peak_memory->bytes) : std::string("not recorded"));
     w.raw("</div>\n");
     const std::vector<memory_peak> peaks = peaks_of(r);
-    const std::vector<recommendation> recs = recommend(r.table, r.timeline, peaks, rep.thresholds, r.job);
+    const job_figures no_job;
+    const std::vector<recommendation> recs = recommend(r.table, r.timeline, peaks, rep.thresholds, shows_job(r) ? r.job : no_job);
     if (recs.empty()) {
       w.raw("<p class=\"muted\">No recommendation: no rule applies to this run.</p>\n");
       continue;
@@ -569,9 +574,6 @@ inline void append_device(page_writer& w, const html_report& rep) {
   }
   w.raw("</section>\n");
 }
-
-/// Whether a run is a job whose ranks the Distributed section compares.
-inline bool shows_job(const html_run& r) { return r.job.ranks_with_kernels() >= 2; }
 
 inline std::string signed_time(std::int64_t ns) { return ns < 0 ? "-" + report_time(-ns) : report_time(ns); }
 
