@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Opens strata's HTML reports in headless Chromium and checks the rendered pages.
 
-usage: check_html_report.py STRATA_REPORT COMPARE_OPS [--screenshot PNG] [--keep DIR]
+usage: check_html_report.py STRATA_REPORT COMPARE_OPS [--tensor-parallel PROGRAM] [--screenshot PNG]
+                            [--keep DIR]
        check_html_report.py --time PAGE.html [--runs N]
 
 Runs COMPARE_OPS (the main job) into a temporary directory and opens its report.html, then a
@@ -13,7 +14,11 @@ page is opened from file:// in Debian's chromium, driven through the DevTools pr
 ended by a NUL byte). On every page: each expected section is there with non-empty charts, no
 console error or exception, no network request but the file:// document itself; a click on a
 table header sorts the table; a drag over the timeline lists the top ops of that stretch; the
-hostile names show as text and no injected element or script exists or ran. Bad input (not a
+hostile names show as text and no injected element or script exists or ran; no section shows
+that the page has no data for (a single rank's page has no Distributed section). With
+--tensor-parallel PROGRAM (examples/tensor_parallel), a job of three ranks with a straggler
+makes one page of its rank traces: its Distributed section has one bar per rank in each chart,
+the straggler marked in the straggler strip and named by the recommendations. Bad input (not a
 trace, truncated, empty) gives exit status 1, a message and no page. A screenshot of the main
 job's report is saved (--screenshot PNG: there, e.g. docs/report.png for the README).
 
@@ -188,6 +193,7 @@ SECTION_CHARTS = {
     "timeline": "svg.strips rect",
     "ops": "svg.bars rect",
     "device": "svg.engines rect, svg.memory polyline",
+    "distributed": "svg.ranks rect",
     "compare": "svg.compare rect",
 }
 
@@ -198,6 +204,9 @@ def check_page(browser, path, what, sections):
     for p in page_problems(browser, url):
         fail(f"{what}: {p}")
     present = browser.evaluate("Array.from(document.querySelectorAll('main > section')).map(s => s.id)")
+    for s in present:
+        if s not in sections:
+            fail(f"{what}: section {s} shown, though the page has no data for it")
     for s in sections:
         if s not in present:
             fail(f"{what}: section {s} missing (sections: {present})")
@@ -285,6 +294,57 @@ def check_bad_input(strata_report, tmp):
         fail(f"unwritable output: exit {r.returncode}, stderr {r.stderr.strip()!r}")
 
 
+# A job of three ranks, the last one late by 20 ms before each layer (as check_tensor_parallel.py:
+# well above the host's scheduling noise on a loaded machine).
+JOB_RANKS, JOB_STRAGGLER, JOB_DELAY_US = 3, 2, 20000
+
+
+def make_job_page(strata_report, tensor_parallel, tmp):
+    """Runs the tensor-parallel job into tmp/job and makes one page of its rank traces."""
+    job_dir = os.path.join(tmp, "job")
+    r = run([tensor_parallel, job_dir, "--ranks", str(JOB_RANKS), "--layers", "3", "--tokens", "8",
+             "--straggler", str(JOB_STRAGGLER), "--delay-us", str(JOB_DELAY_US)])
+    if r.returncode != 0:
+        fail(f"tensor_parallel failed ({r.returncode}): {r.stderr[-2000:]}")
+        return None
+    traces = sorted(os.path.join(job_dir, n) for n in os.listdir(job_dir) if n.endswith(".pt.trace.json"))
+    if len(traces) != JOB_RANKS:
+        fail(f"tensor_parallel wrote {len(traces)} rank traces, {JOB_RANKS} expected")
+        return None
+    page = os.path.join(tmp, "job.html")
+    r = run([strata_report, "html"] + traces + ["-o", page])
+    if r.returncode != 0:
+        fail(f"strata-report html of the job's rank traces failed ({r.returncode}): {r.stderr}")
+        return None
+    return page
+
+
+def check_job_page(browser, page):
+    what = "distributed job"
+    check_page(browser, page, what, ["summary", "timeline", "ops", "device", "distributed"])
+    for chart in ("ranks", "overlap", "stragglers"):
+        ranks = browser.evaluate(f"""Array.from(document.querySelectorAll('#distributed svg.{chart} g.rank'))
+            .map(g => g.getAttribute('data-rank'))""")
+        if ranks != [str(r) for r in range(JOB_RANKS)]:
+            fail(f"{what}: the {chart} chart has bars for ranks {ranks}, not one per rank 0 to {JOB_RANKS - 1}")
+    # Each rank's stacked bar fills its kernel span: its parts add up to the bar's whole width.
+    widths = browser.evaluate("""Array.from(document.querySelectorAll('#distributed svg.ranks g.rank'))
+        .map(g => Array.from(g.querySelectorAll('rect')).reduce((w, r) => w + r.getBBox().width, 0))""")
+    if not widths or any(abs(w - 480) > 1 for w in widths):
+        fail(f"{what}: the temporal breakdown bars are {widths} wide, not 480 each")
+    marked = browser.evaluate("""Array.from(document.querySelectorAll('#distributed svg.stragglers rect.straggler'))
+        .map(r => r.parentNode.getAttribute('data-rank'))""")
+    if marked != [str(JOB_STRAGGLER)]:
+        fail(f"{what}: the straggler strip marks ranks {marked}, not rank {JOB_STRAGGLER}")
+    rows = browser.evaluate("document.querySelectorAll('#ranks0 tbody tr').length")
+    if rows != JOB_RANKS:
+        fail(f"{what}: the ranks table has {rows} rows, not {JOB_RANKS}")
+    recs = browser.evaluate("""Array.from(document.querySelectorAll('#summary li[data-rule=stragglers]'))
+        .map(li => li.textContent)""")
+    if len(recs) != 1 or f"Rank {JOB_STRAGGLER} starts its collectives" not in recs[0]:
+        fail(f"{what}: the recommendations do not name the straggler rank {JOB_STRAGGLER}: {recs}")
+
+
 def time_page(chromium, page, runs):
     with tempfile.TemporaryDirectory(prefix="strata-html-time-") as tmp:
         browser = Browser(chromium, os.path.join(tmp, "profile"))
@@ -320,6 +380,7 @@ def main():
         return 2
     strata_report, compare_ops = args[0], args[1]
     screenshot = args[args.index("--screenshot") + 1] if "--screenshot" in args else None
+    tensor_parallel = args[args.index("--tensor-parallel") + 1] if "--tensor-parallel" in args else None
     keep = args[args.index("--keep") + 1] if "--keep" in args else None
     chromium = find_chromium()
     tmp = keep or tempfile.mkdtemp(prefix="strata-html-")
@@ -350,6 +411,9 @@ def main():
         if r.returncode != 0:
             fail(f"strata-report html of the hostile trace failed ({r.returncode}): {r.stderr}")
         check_bad_input(strata_report, tmp)
+        job = make_job_page(strata_report, tensor_parallel, tmp) if tensor_parallel else None
+        if not tensor_parallel:
+            print("no --tensor-parallel PROGRAM: the distributed job's page is not checked")
 
         browser = Browser(chromium, os.path.join(tmp, "profile"))
         try:
@@ -396,6 +460,9 @@ def main():
             for name in HOSTILE:
                 if name.replace("\u0000", "\ufffd") not in data:
                     fail(f"hostile names: {name!r} does not come back whole from the page's data")
+
+            if job:
+                check_job_page(browser, job)
         finally:
             browser.close()
     finally:

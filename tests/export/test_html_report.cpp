@@ -95,7 +95,7 @@ TEST_CASE("html page: hostile names are text everywhere they appear") {
 TEST_CASE("html page: each section only when its data exists") {
   const auto sections = [](const std::string& page) {
     std::vector<std::string> out;
-    for (const char* id : {"summary", "timeline", "ops", "device", "compare"})
+    for (const char* id : {"summary", "timeline", "ops", "device", "distributed", "compare"})
       if (page.find(std::string("<section id=\"") + id + "\">") != std::string::npos) out.emplace_back(id);
     return out;
   };
@@ -174,4 +174,81 @@ TEST_CASE("profiler::export_html and strata_export_html write a session's page")
   CHECK(strata_export_html((dir.path() / "missing" / "c.html").c_str()) == STRATA_ERROR_EXPORT);
   CHECK(strata_export_html((dir.path() / "c.html").c_str()) == STRATA_OK);
   CHECK(read_file(dir.path() / "c.html").find("c_scope") != std::string::npos);
+}
+
+namespace {
+
+strata::rank_analysis html_rank(std::int64_t rank, std::string source, strata::temporal_breakdown t, std::int64_t communication,
+                                std::int64_t overlap) {
+  strata::rank_analysis a;
+  a.rank = rank;
+  a.world_size = 2;
+  a.source = std::move(source);
+  a.kernels = 4;
+  a.temporal = t;
+  a.communication_ns = communication;
+  a.overlap_ns = overlap;
+  return a;
+}
+
+// The text between `from` and the next `to`, from the first `from` on.
+std::string html_between(const std::string& page, std::string_view from, std::string_view to) {
+  const std::size_t b = page.find(from);
+  if (b == std::string::npos) return {};
+  const std::size_t e = page.find(to, b);
+  return page.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+}  // namespace
+
+TEST_CASE("html page: the Distributed section of a job's ranks, names as text") {
+  strata::html_report rep;
+  rep.runs.push_back(html_run_from({html_ev("op", 0, 100)}, {}, "job"));
+  strata::job_figures& job = rep.runs[0].job;
+  const std::string evil = "<script>q</script>";
+  job.ranks = {html_rank(0, evil + ".json", {.span_ns = 1000, .idle_ns = 100, .compute_ns = 400, .non_compute_ns = 500}, 500, 100),
+               html_rank(1, "r1.json", {.span_ns = 2000, .idle_ns = 1000, .compute_ns = 500, .non_compute_ns = 500}, 500, 0)};
+  job.ranks[0].queues = {{.queue = evil, .kernels = 3, .host_wait_ns = 30, .kernel_wait_ns = 20, .other_ns = 50}};
+  job.ranks[1].queues = {{.queue = "NeuronCore 0 / Kernel", .kernels = 4, .host_wait_ns = 0, .kernel_wait_ns = 0, .other_ns = 0}};
+  job.stragglers = {{.step = 3, .rank = 0, .collectives = 2, .median_late_ns = -10, .max_late_ns = 0, .straggler = false},
+                    {.step = 3, .rank = 1, .collectives = 2, .median_late_ns = 150'000, .max_late_ns = 160'000, .straggler = true}};
+  const std::string page = strata::html_page(rep);
+  REQUIRE(page.find("<section id=\"distributed\">") != std::string::npos);
+  CHECK(page.find("<a href=\"#distributed\">Distributed</a>") != std::string::npos);
+  CHECK(page.find("2 ranks of a world of 2") != std::string::npos);
+  // One bar per rank in each chart, its figures beside it.
+  const std::string ranks = html_between(page, "<svg class=\"ranks\"", "</svg>");
+  CHECK(html_count(ranks, "<g class=\"rank\"") == 2);
+  CHECK(ranks.find("compute 40.0% &middot; non-compute 50.0% &middot; idle 10.0% of 1.000us") != std::string::npos);
+  CHECK(ranks.find("compute 25.0% &middot; non-compute 25.0% &middot; idle 50.0% of 2.000us") != std::string::npos);
+  CHECK(ranks.find("width=\"192.0\"") != std::string::npos);  // 40% of 480
+  const std::string overlap = html_between(page, "<svg class=\"overlap\"", "</svg>");
+  CHECK(html_count(overlap, "<g class=\"rank\"") == 2);
+  CHECK(overlap.find("20.0% of 0.500us communication (50.0% of the span)") != std::string::npos);
+  // The table's rank rows, the queues' idle time, the names escaped.
+  CHECK(html_count(html_between(page, "<table class=\"sortable\" id=\"ranks0\">", "</table>"), "<tr data-rank=") == 2);
+  CHECK(html_count(html_between(page, "<table class=\"sortable\" id=\"idle0\">", "</table>"), "<tr data-rank=") == 2);
+  CHECK(page.find("&lt;script&gt;q&lt;/script&gt;.json") != std::string::npos);
+  CHECK(page.find("<td class=\"l\">&lt;script&gt;q&lt;/script&gt;</td><td data-v=\"3\">3</td><td data-v=\"100\">0.100us</td>") !=
+        std::string::npos);
+  CHECK(page.find(evil) == std::string::npos);
+  // The straggler strip: a cell per rank in step 3, the straggler's marked, and named below.
+  const std::string strip = html_between(page, "<svg class=\"stragglers\"", "</svg>");
+  CHECK(html_count(strip, "<g class=\"rank\"") == 2);
+  CHECK(html_count(strip, "class=\"late straggler\"") == 1);
+  CHECK(strip.find("rank 1, step 3: collectives start a median 150.000us after their group's median (at most 160.000us late) over "
+                   "2 collectives: a straggler") != std::string::npos);
+  CHECK(page.find("Straggler: <b>rank 1</b> (step 3).") != std::string::npos);
+  // The summary's recommendations name it.
+  CHECK(page.find("<li data-rule=\"stragglers\"><b>Rank 1 starts its collectives 150.000us late") != std::string::npos);
+
+  // Clocks that cannot be aligned: no strip, said so.
+  job.clocks_aligned = false;
+  job.stragglers.clear();
+  CHECK(strata::html_page(rep).find("Not compared: some traces have baseTimeNanoseconds") != std::string::npos);
+  // One rank with kernels: no section, the page as a single rank's.
+  job.ranks[1].kernels = 0;
+  const std::string single = strata::html_page(rep);
+  CHECK(single.find("<section id=\"distributed\">") == std::string::npos);
+  CHECK(single.find("#distributed") == std::string::npos);
 }

@@ -6,11 +6,9 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -20,7 +18,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -142,79 +139,6 @@ inline analyze_options parse_analyze(int argc, char** argv) {
   if (o.help) return o;
   if (o.inputs.empty()) throw analyze_usage_error{o.combine ? "--combine needs a PART.json" : "analyze needs a TRACE"};
   return o;
-}
-
-/// Reads and analyses every file, up to `threads` at once; each thread holds one trace's model
-/// at a time. The first failure in the order given is raised.
-inline std::vector<rank_analysis> analyze_files(std::span<const std::filesystem::path> files,
-                                                const analysis_options& opt, unsigned threads) {
-  std::vector<rank_analysis> out(files.size());
-  std::vector<std::exception_ptr> failures(files.size());
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  const auto work = [&] {
-    for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < files.size();) {
-      try {
-        out[i] = analyze_rank(read_rank_model(files[i]), opt);
-        out[i].source = files[i].string();
-      } catch (...) {
-        failures[i] = std::current_exception();
-        failed.store(true, std::memory_order_relaxed);
-      }
-    }
-  };
-  const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u), files.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < helpers; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
-  return out;
-}
-
-/// The ranks of one job (check_one_job), sorted by rank; a rank without device kernels is said
-/// on stderr.
-inline void check_job(std::vector<rank_analysis>& ranks) {
-  check_one_job(ranks, "analyze");
-  for (const rank_analysis& r : ranks)
-    if (r.kernels == 0) fmt::print(stderr, "strata-report: {} holds no device kernels: its figures are 0\n", r.source);
-}
-
-/// Collectives that some ranks of a group ran and others did not, said on stderr (the first
-/// few, then how many): never a straggler figure that silently leaves a rank out.
-inline void report_unmatched(std::span<const rank_analysis> ranks) {
-  const std::vector<unmatched_collective> u = unmatched_collectives_of(ranks);
-  constexpr std::size_t shown = 5;
-  for (std::size_t i = 0; i < u.size() && i < shown; ++i)
-    fmt::print(stderr,
-               "strata-report: collective {} (group '{}', Seq {}) ran on rank{} {} but not on rank{} {}: it never "
-               "ran there (the job hung, or those traces end before it)\n",
-               u[i].name, u[i].group, u[i].seq, u[i].ran_on.size() == 1 ? "" : "s", fmt::join(u[i].ran_on, ", "),
-               u[i].missing_on.size() == 1 ? "" : "s", fmt::join(u[i].missing_on, ", "));
-  if (u.size() > shown)
-    fmt::print(stderr, "strata-report: {} more collectives ran on only some of their group's ranks\n", u.size() - shown);
-}
-
-/// Whether the ranks' collective starts are on one clock: all on the wall clock
-/// (baseTimeNanoseconds), or none (each trace's own, as HTA compares them). When some traces
-/// have it and others not, stragglers are left out and stderr says which.
-inline bool clocks_align(std::span<const rank_analysis> ranks) {
-  const rank_analysis* with = nullptr;
-  const rank_analysis* without = nullptr;
-  for (const rank_analysis& r : ranks) (r.wall_clock ? with : without) = &r;
-  if (with == nullptr || without == nullptr) return true;
-  fmt::print(stderr,
-             "strata-report: {} has baseTimeNanoseconds and {} has none: their clocks cannot be aligned, so "
-             "stragglers are left out; analyze traces that all carry it (or none)\n",
-             with->source, without->source);
-  return false;
 }
 
 // --- JSON out and back in --------------------------------------------------------------------
@@ -616,9 +540,9 @@ inline int analyze_command(int argc, char** argv) {
     }
     ranks = detail::analyze_files(files, opt, o.jobs);
   }
-  detail::check_job(ranks);
+  detail::check_job(ranks, "analyze");
   detail::report_unmatched(ranks);
-  const bool aligned = detail::clocks_align(ranks);
+  const bool aligned = detail::clocks_align(ranks, "analyze");
   const std::vector<straggler_row> stragglers = aligned ? stragglers_of(ranks, opt) : std::vector<straggler_row>{};
   std::string text = o.format == "json"  ? detail::analysis_json(ranks, stragglers, opt)
                      : o.format == "csv" ? detail::analysis_csv(ranks, stragglers)

@@ -2,7 +2,9 @@
 // the saved traces' report page (strata/export/html_report.hpp; docs/report.md).
 //
 // Several TRACEs (the ranks of one job, or files of one run) make one run on the page, their
-// tracks on one time axis; --compare adds OTHER as a second run beside it.
+// tracks on one time axis; --compare adds OTHER as a second run beside it. When the TRACEs are
+// ranks of one job (distributedInfo.rank differs), the run also carries the job's analyses, as
+// `strata-report analyze` computes them (report/job_trace.hpp), for the Distributed section.
 #pragma once
 
 #include <algorithm>
@@ -19,10 +21,12 @@
 #include <fmt/format.h>
 
 #include "strata/analysis/activity.hpp"
+#include "strata/analysis/job_analysis.hpp"
 #include "strata/analysis/merge_averages.hpp"
 #include "strata/crash_dump.hpp"
 #include "strata/error.hpp"
 #include "strata/export/html_report.hpp"
+#include "report/job_trace.hpp"
 #include "report/trace_reader.hpp"
 #include "report/trace_set.hpp"
 
@@ -34,8 +38,9 @@ inline constexpr std::string_view html_usage =
     "usage: strata-report html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE]\n"
     "  writes one self-contained HTML page (no network request; open it from disk): a summary\n"
     "  with recommendations ranked by the time they could save, a timeline of every track, the\n"
-    "  key_averages table, the device's engines and memory; --compare OTHER (a trace or a\n"
-    "  directory of them) puts a second run beside the TRACEs, op by op\n";
+    "  key_averages table, the device's engines and memory, and for the ranks of a distributed\n"
+    "  job (distributedInfo.rank) each rank's breakdown and the stragglers; --compare OTHER (a\n"
+    "  trace or a directory of them) puts a second run beside the TRACEs, op by op\n";
 
 /// A bad command line of `html`: its message (the usage follows it).
 struct html_usage_error {
@@ -101,11 +106,32 @@ inline void refuse_perfetto_for_html(std::span<const std::filesystem::path> file
   }
 }
 
+/// The job that `files` make when they are ranks of one (two distinct distributedInfo.rank or
+/// more): each rank analysed as `strata-report analyze` does, checked as one job (a rank twice
+/// or two world sizes is an error naming the files), and its stragglers. None otherwise: the
+/// files of one rank, or traces without distributedInfo.
+inline job_figures job_of_files(std::span<const std::filesystem::path> files) {
+  job_figures job;
+  if (files.size() < 2) return job;
+  job.ranks = analyze_files(files, job.options, 2);
+  std::vector<std::int64_t> ranks;
+  for (const rank_analysis& r : job.ranks)
+    if (!r.rank_assumed) ranks.push_back(r.rank);
+  std::sort(ranks.begin(), ranks.end());
+  if (std::unique(ranks.begin(), ranks.end()) - ranks.begin() < 2) return {};
+  check_job(job.ranks, "html");
+  report_unmatched(job.ranks);
+  job.clocks_aligned = clocks_align(job.ranks, "html");
+  if (job.clocks_aligned) job.stragglers = stragglers_of(job.ranks, job.options);
+  return job;
+}
+
 }  // namespace detail
 
 /// The run that the trace files `paths` (files or directories) make: one table over all of them,
-/// their tracks on one time axis (a track's group names its file when there are several).
-/// Raises `strata::error` naming the file that cannot be read, or when they hold no op events.
+/// their tracks on one time axis (a track's group names its file when there are several), and
+/// when they are the ranks of one job, its analyses (detail::job_of_files). Raises
+/// `strata::error` naming the file that cannot be read, or when they hold no op events.
 inline html_run html_run_of_files(std::span<const std::filesystem::path> paths) {
   const std::vector<std::filesystem::path> files = trace_files(paths);
   detail::refuse_perfetto_for_html(files);
@@ -144,6 +170,7 @@ inline html_run html_run_of_files(std::span<const std::filesystem::path> paths) 
   }
   run.timeline = activity_of(std::span<const op_event>(events), std::span<const track_label>(labels));
   run.memory = detail::saved_memory_curves(memory, events, run.timeline);
+  run.job = detail::job_of_files(files);
   run.label = files.size() == 1 ? files.front().filename().string() : fmt::format("{} traces", files.size());
   // Two runs read from files of the same name ("trace.json" in two directories) say where they are.
   if (files.size() == 1 && run.label == "trace.json" && files.front().has_parent_path())

@@ -2,23 +2,29 @@
 // trace, plain or gzip-compressed) read into the rank_model of strata/analysis/job_analysis.hpp,
 // streamed through RapidJSON's SAX reader: only the device kernels, the host calls that carry a
 // correlation id, the ProfilerStep spans and the track names are kept. Which events are which
-// is in docs/distributed.md, "Reading a rank's trace".
+// is in docs/distributed.md, "Reading a rank's trace". Then the rules that make several ranks'
+// results one job (no rank twice, one world size, one clock), which `analyze` and `html` share.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "strata/analysis/job_analysis.hpp"
 #include "strata/error.hpp"
@@ -346,8 +352,8 @@ void check_one_job(std::vector<Rank>& ranks, std::string_view command) {
                               r.source, r.rank, *r.world_size));
     if (sized != nullptr && *sized->world_size != *r.world_size)
       throw error(fmt::format(
-          "{} (world size {}) and {} (world size {}) are ranks of different jobs: {} one job's "
-          "traces at a time",
+          "{} (world size {}) and {} (world size {}) are ranks of different jobs: give strata-report {} "
+          "one job's traces at a time",
           sized->source, *sized->world_size, r.source, *r.world_size, command));
     if (sized == nullptr) sized = &r;
   }
@@ -360,6 +366,85 @@ void check_one_job(std::vector<Rank>& ranks, std::string_view command) {
           ranks[i].rank_assumed || ranks[i - 1].rank_assumed ? " (a file without distributedInfo is rank 0)" : "",
           command));
 }
+
+// --- the ranks of one job (strata-report analyze and html) --------------------------------
+
+namespace detail {
+
+/// Reads and analyses every file, up to `threads` at once; each thread holds one trace's model
+/// at a time. The first failure in the order given is raised.
+inline std::vector<rank_analysis> analyze_files(std::span<const std::filesystem::path> files,
+                                                const analysis_options& opt, unsigned threads) {
+  std::vector<rank_analysis> out(files.size());
+  std::vector<std::exception_ptr> failures(files.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto work = [&] {
+    for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < files.size();) {
+      try {
+        out[i] = analyze_rank(read_rank_model(files[i]), opt);
+        out[i].source = files[i].string();
+      } catch (...) {
+        failures[i] = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u), files.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < helpers; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  return out;
+}
+
+/// The ranks of one job (check_one_job), sorted by rank; a rank without device kernels is said
+/// on stderr.
+inline void check_job(std::vector<rank_analysis>& ranks, std::string_view command) {
+  check_one_job(ranks, command);
+  for (const rank_analysis& r : ranks)
+    if (r.kernels == 0) fmt::print(stderr, "strata-report: {} holds no device kernels: its figures are 0\n", r.source);
+}
+
+/// Collectives that some ranks of a group ran and others did not, said on stderr (the first
+/// few, then how many): never a straggler figure that silently leaves a rank out.
+inline void report_unmatched(std::span<const rank_analysis> ranks) {
+  const std::vector<unmatched_collective> u = unmatched_collectives_of(ranks);
+  constexpr std::size_t shown = 5;
+  for (std::size_t i = 0; i < u.size() && i < shown; ++i)
+    fmt::print(stderr,
+               "strata-report: collective {} (group '{}', Seq {}) ran on rank{} {} but not on rank{} {}: it never "
+               "ran there (the job hung, or those traces end before it)\n",
+               u[i].name, u[i].group, u[i].seq, u[i].ran_on.size() == 1 ? "" : "s", fmt::join(u[i].ran_on, ", "),
+               u[i].missing_on.size() == 1 ? "" : "s", fmt::join(u[i].missing_on, ", "));
+  if (u.size() > shown)
+    fmt::print(stderr, "strata-report: {} more collectives ran on only some of their group's ranks\n", u.size() - shown);
+}
+
+/// Whether the ranks' collective starts are on one clock: all on the wall clock
+/// (baseTimeNanoseconds), or none (each trace's own, as HTA compares them). When some traces
+/// have it and others not, stragglers are left out and stderr says which.
+inline bool clocks_align(std::span<const rank_analysis> ranks, std::string_view command) {
+  const rank_analysis* with = nullptr;
+  const rank_analysis* without = nullptr;
+  for (const rank_analysis& r : ranks) (r.wall_clock ? with : without) = &r;
+  if (with == nullptr || without == nullptr) return true;
+  fmt::print(stderr,
+             "strata-report: {} has baseTimeNanoseconds and {} has none: their clocks cannot be aligned, so "
+             "stragglers are left out; give {} traces that all carry it (or none)\n",
+             with->source, without->source, command);
+  return false;
+}
+
+}  // namespace detail
 
 }  // namespace report
 }  // namespace v1

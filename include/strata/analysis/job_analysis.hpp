@@ -493,6 +493,19 @@ inline std::vector<straggler_row> stragglers_of(std::span<const rank_analysis> r
   return out;
 }
 
+/// A job's analyses together, as a report shows them: each rank's result (the map) and the
+/// stragglers among them (the reduce), with the options both were computed with.
+struct job_figures {
+  std::vector<rank_analysis> ranks = {};       ///< in rank order
+  std::vector<straggler_row> stragglers = {};  ///< stragglers_of(ranks, options); none when clocks_aligned is false
+  analysis_options options = {};
+  bool clocks_aligned = true;  ///< false: some traces have baseTimeNanoseconds and others not
+  /// The ranks that ran device kernels.
+  std::size_t ranks_with_kernels() const noexcept {
+    return static_cast<std::size_t>(std::count_if(ranks.begin(), ranks.end(), [](const rank_analysis& r) { return r.kernels > 0; }));
+  }
+};
+
 /// A collective (by its group and Seq) that some ranks of its group ran and others did not,
 /// though every rank of the group is among those analysed: it never ran there (the job hung,
 /// or those ranks' traces end before it).

@@ -1,11 +1,14 @@
 // strata/analysis/recommendations.hpp: what to look at first in a run, ranked by the time it
-// could save, each citing the figures and rows behind it. The rules and their thresholds are in
-// docs/report.md ("Recommendations"); the constants below are the same numbers.
+// could save, each citing the figures and rows behind it: the run's own rules, and for a
+// distributed job the rules over its ranks (strata/analysis/job_analysis.hpp). The rules and
+// their thresholds are in docs/report.md ("Recommendations"); the constants below are the same
+// numbers.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 
 #include "strata/analysis/activity.hpp"
 #include "strata/analysis/averages.hpp"
+#include "strata/analysis/job_analysis.hpp"
 #include "strata/detail/table_format.hpp"
 
 namespace strata {
@@ -29,11 +33,12 @@ struct memory_peak {
 
 /// One recommendation.
 struct recommendation {
-  std::string rule = {};           ///< records_lost, dispatch_bound, engine_imbalance, low_utilization, memory_peak
+  std::string rule = {};           ///< records_lost, dispatch_bound, engine_imbalance, low_utilization, stragglers,
+                                   ///< communication_not_overlapped, memory_peak
   std::string title = {};          ///< one line
   std::string detail = {};         ///< the figures behind it
   std::int64_t saving_ns = -1;     ///< time it could save at most; -1: no time estimate
-  std::vector<std::string> rows = {};  ///< the key_averages rows (or tracks) it cites
+  std::vector<std::string> rows = {};  ///< the key_averages rows (or tracks, or ranks: "rank 2") it cites
 };
 
 /// The thresholds of the rules (docs/report.md, "Recommendations").
@@ -43,6 +48,9 @@ struct recommendation_thresholds {
   double engine_idle = 0.1;             ///< ...while the median engine is under this share
   double utilization_below = 0.5;       ///< low MFU/MBU: the better of the two under this share of peak
   std::size_t utilization_rows = 3;     ///< at most this many low-utilisation rows
+  double overlap_below = 0.5;           ///< communication not overlapped: under this share of it runs beside compute...
+  double communication_share = 0.2;     ///< ...while it runs this share of the rank's kernel span or more
+  std::size_t overlap_ranks = 3;        ///< at most this many such ranks
 };
 
 namespace detail {
@@ -62,13 +70,93 @@ inline std::string report_share(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : std::string("--");
 }
 
+/// "3, 4 and 7", the first `shown` of them, then how many more.
+inline std::string listed(const std::vector<std::string>& items, std::size_t shown = 8) {
+  std::string out;
+  const std::size_t n = std::min(items.size(), shown);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) out += i + 1 == n && items.size() <= shown ? " and " : ", ";
+    out += items[i];
+  }
+  if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
+  return out;
+}
+
+/// The rules over a job's ranks: stragglers, and communication that runs beside no compute.
+inline void job_recommendations(const job_figures& job, const recommendation_thresholds& th,
+                                std::vector<recommendation>& timed) {
+  // Stragglers: what the other ranks wait in the collectives a late rank starts late, per step
+  // its median lateness times the ranks beside it in that step.
+  std::map<std::int64_t, std::int64_t> ranks_in_step;
+  for (const straggler_row& s : job.stragglers) ++ranks_in_step[s.step];
+  std::map<std::int64_t, std::vector<const straggler_row*>> late_steps;  // by rank
+  for (const straggler_row& s : job.stragglers)
+    if (s.straggler) late_steps[s.rank].push_back(&s);
+  for (const auto& [rank, steps] : late_steps) {
+    std::int64_t saving = 0, largest = 0;
+    std::vector<std::int64_t> medians;
+    std::vector<std::string> names;
+    for (const straggler_row* s : steps) {
+      saving += s->median_late_ns * (ranks_in_step[s->step] - 1);
+      largest = std::max(largest, s->max_late_ns);
+      medians.push_back(s->median_late_ns);
+      names.push_back(s->step < 0 ? std::string("outside any step") : std::to_string(s->step));
+    }
+    const std::int64_t median = median_of(medians);
+    const bool no_steps = steps.size() == 1 && steps.front()->step < 0;
+    recommendation r{"stragglers",
+                     fmt::format("Rank {} starts its collectives {} late: the other ranks wait for it", rank, report_time(median)),
+                     "", saving, {fmt::format("rank {}", rank)}};
+    r.detail = fmt::format(
+        "{}, rank {}'s collectives started a median {} after their group's median start (at most {} late; a "
+        "straggler is over {}), and the other ranks wait for it in them: {} of waiting (its lateness times the "
+        "ranks beside it{}). Look at what delays rank {} before its collectives: its host (input, a slower op, a "
+        "busier machine) or its device.",
+        no_steps ? std::string("Over the run (no ProfilerStep marked)")
+                 : fmt::format("In step{} {}", steps.size() == 1 ? "" : "s", listed(names)),
+        rank, report_time(median), report_time(largest), report_time(job.options.straggler_ns), report_time(saving),
+        steps.size() == 1 ? "" : ", step by step", rank);
+    timed.push_back(std::move(r));
+  }
+
+  // Communication beside no compute: a rank whose collectives take a large share of its
+  // kernel span and mostly run alone. Running them under compute hides at most the smaller of
+  // its communication and its compute that run alone.
+  std::vector<recommendation> exposed;
+  for (const rank_analysis& a : job.ranks) {
+    const temporal_breakdown& t = a.temporal;
+    if (a.communication_ns <= 0 || t.span_ns <= 0) continue;
+    const double share = static_cast<double>(a.communication_ns) / static_cast<double>(t.span_ns);
+    const double overlap = static_cast<double>(a.overlap_ns) / static_cast<double>(a.communication_ns);
+    if (share < th.communication_share || overlap >= th.overlap_below) continue;
+    const std::int64_t alone = a.communication_ns - a.overlap_ns;
+    const std::int64_t compute_alone = t.compute_ns - a.overlap_ns;
+    const std::int64_t saving = std::min(alone, compute_alone);
+    if (saving <= 0) continue;
+    exposed.push_back(
+        {"communication_not_overlapped",
+         fmt::format("Rank {}'s communication runs beside no compute: {:.1f}% overlapped", a.rank, 100 * overlap),
+         fmt::format("Communication kernels run {} on rank {}, {} of its kernel span ({}); only {} of that beside a "
+                     "compute kernel, while its compute runs {} alone. Issuing collectives so that independent compute "
+                     "runs while they do (the next layer's, bucketed gradients) could hide up to {}.",
+                     report_time(a.communication_ns), a.rank, report_share(static_cast<double>(a.communication_ns), static_cast<double>(t.span_ns)),
+                     report_time(t.span_ns), report_time(a.overlap_ns), report_time(compute_alone), report_time(saving)),
+         saving, {fmt::format("rank {}", a.rank)}});
+  }
+  std::stable_sort(exposed.begin(), exposed.end(), [](const auto& a, const auto& b) { return a.saving_ns > b.saving_ns; });
+  if (exposed.size() > th.overlap_ranks) exposed.resize(th.overlap_ranks);
+  for (auto& r : exposed) timed.push_back(std::move(r));
+}
+
 }  // namespace detail
 
 /// The recommendations for a run: records lost first (its figures undercount), then the rules
-/// that estimate a saving, most first, then the ones that do not (memory peaks).
+/// that estimate a saving, most first, then the ones that do not (memory peaks). `job`: the
+/// analyses of a distributed job's ranks, for the rules over ranks (none: no such rule).
 inline std::vector<recommendation> recommend(const averages& table, const activity& run,
                                              std::span<const memory_peak> memory = {},
-                                             const recommendation_thresholds& th = {}) {
+                                             const recommendation_thresholds& th = {},
+                                             const job_figures& job = {}) {
   using detail::report_share;
   using detail::report_time;
   std::vector<recommendation> timed, untimed, out;
@@ -152,6 +240,8 @@ inline std::vector<recommendation> recommend(const averages& table, const activi
     if (low.size() > th.utilization_rows) low.resize(th.utilization_rows);
     for (auto& r : low) timed.push_back(std::move(r));
   }
+
+  detail::job_recommendations(job, th, timed);
 
   for (const memory_peak& m : memory) {
     if (m.bytes <= 0) continue;

@@ -1,6 +1,6 @@
 // strata/export/html_report.hpp: one self-contained HTML page per run (or per comparison of
 // runs): a summary with ranked recommendations, a timeline overview, the key_averages table,
-// the device's engines and memory, and runs side by side. Inline CSS, SVG and a little
+// the device's engines and memory, a distributed job's ranks, and runs side by side. Inline CSS, SVG and a little
 // JavaScript; no network request, no external script or font (docs/report.md).
 //
 // The page aggregates: its size depends on the tracks, bins and table rows, never on the
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,7 @@
 #include "strata/analysis/activity.hpp"
 #include "strata/analysis/averages.hpp"
 #include "strata/analysis/compare.hpp"
+#include "strata/analysis/job_analysis.hpp"
 #include "strata/analysis/memory.hpp"
 #include "strata/analysis/recommendations.hpp"
 #include "strata/error.hpp"
@@ -51,6 +54,9 @@ struct html_run {
   averages table = {};
   activity timeline = {};
   std::vector<memory_curve> memory = {};
+  /// A distributed job's analyses (strata/analysis/job_analysis.hpp), one result per rank: the
+  /// Distributed section and the rules over ranks, shown when two ranks or more ran kernels.
+  job_figures job = {};
 };
 
 /// What `html_page` shows: one run, or several side by side (the first is A of comparisons).
@@ -139,6 +145,10 @@ inline run_numbers numbers_of(const html_run& r) {
   return n;
 }
 
+/// Whether a run is a job whose ranks the Distributed section compares (and the rules over
+/// ranks apply to): two ranks or more ran kernels.
+inline bool shows_job(const html_run& r) { return r.job.ranks_with_kernels() >= 2; }
+
 inline std::vector<memory_peak> peaks_of(const html_run& r) {
   std::vector<memory_peak> out;
   for (const memory_curve& m : r.memory) out.push_back(m.peak);
@@ -176,7 +186,7 @@ th.asc::after{content:" \25B2"}th.desc::after{content:" \25BC"}input.filter{marg
 .tl svg{width:100%;display:block;background:#fbfbfc;cursor:crosshair}.tools button{margin-right:6px}
 .topops{margin-top:8px;font-size:12.5px;min-height:20px}svg text{font-size:11px;fill:var(--fg)}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
-details>summary{cursor:pointer;font-weight:600;margin:6px 0}.verdict{background:#fff8e6;border-left:4px solid var(--dev);padding:8px 12px}
+details>summary{cursor:pointer;font-weight:600;margin:6px 0}th.l,td.l{text-align:left}.verdict{background:#fff8e6;border-left:4px solid var(--dev);padding:8px 12px}
 )css";
 
 inline constexpr std::string_view page_script = R"js(
@@ -270,7 +280,8 @@ inline void append_summary(page_writer& w, const html_report& rep) {
          n.peak_memory ? report_bytes(n.peak_memory->bytes) : std::string("not recorded"));
     w.raw("</div>\n");
     const std::vector<memory_peak> peaks = peaks_of(r);
-    const std::vector<recommendation> recs = recommend(r.table, r.timeline, peaks, rep.thresholds);
+    const job_figures no_job;
+    const std::vector<recommendation> recs = recommend(r.table, r.timeline, peaks, rep.thresholds, shows_job(r) ? r.job : no_job);
     if (recs.empty()) {
       w.raw("<p class=\"muted\">No recommendation: no rule applies to this run.</p>\n");
       continue;
@@ -564,8 +575,199 @@ inline void append_device(page_writer& w, const html_report& rep) {
   w.raw("</section>\n");
 }
 
-// The Distributed section (per-rank breakdown, stragglers) goes between Device and Compare; it
-// is fed by the distributed analysis once that lands, and is left out until then.
+inline std::string signed_time(std::int64_t ns) { return ns < 0 ? "-" + report_time(-ns) : report_time(ns); }
+
+inline void append_distributed(page_writer& w, const html_report& rep) {
+  if (std::none_of(rep.runs.begin(), rep.runs.end(), shows_job)) return;
+  section_open(w, "distributed", "Distributed");
+  for (std::size_t i = 0; i < rep.runs.size(); ++i) {
+    const html_run& run = rep.runs[i];
+    if (!shows_job(run)) continue;
+    const job_figures& job = run.job;
+    if (rep.runs.size() > 1) {
+      w.raw("<h3>");
+      w.text(run.label);
+      w.raw("</h3>\n");
+    }
+    std::optional<std::int64_t> world;
+    for (const rank_analysis& r : job.ranks)
+      if (r.world_size) world = r.world_size;
+    w.f("<p>{} ranks{}, each from its device kernels as <code>strata-report analyze</code> reads them "
+        "(docs/distributed.md).</p>\n",
+        job.ranks.size(), world ? fmt::format(" of a world of {}", *world) : std::string());
+
+    // Temporal breakdown: one stacked bar per rank.
+    w.raw("<h3>Temporal breakdown per rank (% of its kernel span)</h3>\n<div class=\"legend\"><span><i "
+          "style=\"background:var(--dev)\"></i>compute</span><span><i style=\"background:var(--q)\"></i>non-compute "
+          "(communication, copies)</span><span><i style=\"background:#d9dee5\"></i>idle</span></div>\n");
+    const std::size_t n = job.ranks.size();
+    w.f("<svg class=\"ranks\" viewBox=\"0 0 1000 {}\" width=\"100%\" style=\"max-width:1000px\">", n * 22 + 4);
+    for (std::size_t k = 0; k < n; ++k) {
+      const rank_analysis& r = job.ranks[k];
+      const temporal_breakdown& t = r.temporal;
+      const double y = static_cast<double>(k * 22 + 2);
+      w.f("<g class=\"rank\" data-rank=\"{}\"><text x=\"0\" y=\"{:.0f}\">rank {}</text>", r.rank, y + 12, r.rank);
+      double x = 100;
+      for (const auto& [ns, color, what] : {std::tuple{t.compute_ns, "var(--dev)", "compute"},
+                                            std::tuple{t.non_compute_ns, "var(--q)", "non-compute"},
+                                            std::tuple{t.idle_ns, "#d9dee5", "idle"}}) {
+        const double width = 480 * t.pct(ns) / 100;
+        w.f("<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"15\" fill=\"{}\"><title>rank {} {}: {} ({:.1f}%)</title></rect>",
+            x, y, width, color, r.rank, what, report_time(ns), t.pct(ns));
+        x += width;
+      }
+      w.f("<text x=\"592\" y=\"{:.0f}\">compute {:.1f}% &middot; non-compute {:.1f}% &middot; idle {:.1f}% of {}</text></g>",
+          y + 12, t.pct(t.compute_ns), t.pct(t.non_compute_ns), t.pct(t.idle_ns), report_time(t.span_ns));
+    }
+    w.raw("</svg>\n");
+
+    // Overlap: one bar per rank, the share of its communication that runs beside compute.
+    w.raw("<h3>Communication/computation overlap per rank (% of its communication time)</h3>\n");
+    w.f("<svg class=\"overlap\" viewBox=\"0 0 1000 {}\" width=\"100%\" style=\"max-width:1000px\">", n * 22 + 4);
+    for (std::size_t k = 0; k < n; ++k) {
+      const rank_analysis& r = job.ranks[k];
+      const double y = static_cast<double>(k * 22 + 2);
+      w.f("<g class=\"rank\" data-rank=\"{}\"><text x=\"0\" y=\"{:.0f}\">rank {}</text>", r.rank, y + 12, r.rank);
+      w.f("<rect x=\"100\" y=\"{:.0f}\" width=\"480\" height=\"15\" fill=\"#eef1f5\"/>", y);
+      w.f("<rect x=\"100\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"15\" fill=\"var(--eng)\"/>", y, 4.8 * r.overlap_pct());
+      if (r.communication_ns > 0)
+        w.f("<text x=\"592\" y=\"{:.0f}\">{:.1f}% of {} communication ({:.1f}% of the span)</text></g>", y + 12,
+            r.overlap_pct(), report_time(r.communication_ns), r.temporal.pct(r.communication_ns));
+      else
+        w.f("<text x=\"592\" y=\"{:.0f}\">no communication kernel</text></g>", y + 12);
+    }
+    w.raw("</svg>\n");
+
+    // The same figures as a table, and each rank's file.
+    w.f("<table class=\"sortable\" id=\"ranks{}\"><thead><tr><th data-num>Rank</th><th class=\"l\">Trace</th><th data-num>Kernels</th>"
+        "<th data-num>Span</th><th data-num>Compute %</th><th data-num>Non-compute %</th><th data-num>Idle %</th>"
+        "<th data-num>Communication</th><th data-num>Overlap %</th></tr></thead><tbody>\n", i);
+    for (const rank_analysis& r : job.ranks) {
+      const temporal_breakdown& t = r.temporal;
+      w.f("<tr data-rank=\"{}\"><td data-v=\"{}\">{}</td><td class=\"l\">", r.rank, r.rank, r.rank);
+      w.text(r.source);
+      w.f("</td><td data-v=\"{}\">{}</td><td data-v=\"{}\">{}</td>", r.kernels, r.kernels, t.span_ns, report_time(t.span_ns));
+      for (const std::int64_t ns : {t.compute_ns, t.non_compute_ns, t.idle_ns}) w.f("<td data-v=\"{:.4f}\">{:.1f}%</td>", t.pct(ns), t.pct(ns));
+      w.f("<td data-v=\"{}\">{}</td><td data-v=\"{:.4f}\">{}</td></tr>\n", r.communication_ns, report_time(r.communication_ns),
+          r.overlap_pct(), r.communication_ns > 0 ? fmt::format("{:.1f}%", r.overlap_pct()) : std::string("--"));
+    }
+    w.raw("</tbody></table>\n");
+
+    // Idle time per queue by cause: a table, each row's causes as a bar on one scale.
+    w.f("<h3>Idle time per device queue, by cause</h3>\n<div class=\"legend\"><span><i style=\"background:var(--bad)\"></i>"
+        "host wait (the launch came after the queue ran dry)</span><span><i style=\"background:var(--q)\"></i>kernel wait "
+        "(gaps under {})</span><span><i style=\"background:#9aa5b1\"></i>other</span></div>\n",
+        report_time(job.options.kernel_wait_ns));
+    std::int64_t most_idle = 1;
+    for (const rank_analysis& r : job.ranks)
+      for (const queue_idle& q : r.queues) most_idle = std::max(most_idle, q.idle_ns());
+    w.f("<table class=\"sortable\" id=\"idle{}\"><thead><tr><th data-num>Rank</th><th class=\"l\">Queue</th><th data-num>Kernels</th>"
+        "<th data-num>Idle</th><th data-num>Host wait</th><th data-num>Kernel wait</th><th data-num>Other</th><th>By cause</th>"
+        "</tr></thead><tbody>\n", i);
+    constexpr std::size_t max_queue_rows = 500;
+    std::size_t queue_rows = 0;
+    for (const rank_analysis& r : job.ranks)
+      for (const queue_idle& q : r.queues) {
+        if (++queue_rows > max_queue_rows) break;
+        w.f("<tr data-rank=\"{}\"><td data-v=\"{}\">{}</td><td class=\"l\">", r.rank, r.rank, r.rank);
+        w.text(q.queue);
+        w.f("</td><td data-v=\"{}\">{}</td>", q.kernels, q.kernels);
+        for (const std::int64_t ns : {q.idle_ns(), q.host_wait_ns, q.kernel_wait_ns, q.other_ns})
+          w.f("<td data-v=\"{}\">{}</td>", ns, report_time(ns));
+        w.raw("<td><svg class=\"idle\" viewBox=\"0 0 200 10\" width=\"200\" height=\"10\">");
+        double x = 0;
+        for (const auto& [ns, color] : {std::pair{q.host_wait_ns, "var(--bad)"}, std::pair{q.kernel_wait_ns, "var(--q)"},
+                                        std::pair{q.other_ns, "#9aa5b1"}}) {
+          const double width = 200.0 * static_cast<double>(ns) / static_cast<double>(most_idle);
+          if (width > 0) w.f("<rect x=\"{:.1f}\" y=\"0\" width=\"{:.1f}\" height=\"10\" fill=\"{}\"/>", x, width, color);
+          x += width;
+        }
+        w.raw("</svg></td></tr>\n");
+      }
+    w.raw("</tbody></table>\n");
+    if (queue_rows > max_queue_rows) w.f("<p class=\"muted\">The first {} queues shown.</p>\n", max_queue_rows);
+
+    // Stragglers: per step (columns) and rank (rows), its median lateness against the median start.
+    w.f("<h3>Stragglers: each rank's collective starts against their group's median, per step</h3>\n");
+    if (!job.clocks_aligned) {
+      w.raw("<p>Not compared: some traces have baseTimeNanoseconds and others not, so the ranks' clocks cannot be "
+            "aligned.</p>\n");
+    } else if (job.stragglers.empty()) {
+      w.raw("<p>No collective was seen on two ranks.</p>\n");
+    } else {
+      std::vector<std::int64_t> steps;
+      for (const straggler_row& s : job.stragglers) steps.push_back(s.step);
+      std::sort(steps.begin(), steps.end());
+      steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+      constexpr std::size_t max_steps = 400;
+      const bool cut = steps.size() > max_steps;
+      if (cut) steps.resize(max_steps);
+      std::map<std::pair<std::int64_t, std::int64_t>, const straggler_row*> cell;  // (rank, step)
+      std::int64_t scale = 1;
+      for (const straggler_row& s : job.stragglers) {
+        cell[{s.rank, s.step}] = &s;
+        scale = std::max(scale, s.median_late_ns < 0 ? -s.median_late_ns : s.median_late_ns);
+      }
+      w.f("<div class=\"legend\"><span><i style=\"background:var(--bad)\"></i>late (darker: later, up to {})</span><span><i "
+          "style=\"background:var(--host)\"></i>early</span><span><i style=\"border:2px solid var(--fg);box-sizing:border-box\"></i>"
+          "straggler: median lateness over {} in that step</span></div>\n", report_time(scale), report_time(job.options.straggler_ns));
+      const double cw = std::min(120.0, 860.0 / static_cast<double>(steps.size()));
+      const std::size_t h = 18 + n * 20;
+      w.f("<svg class=\"stragglers\" viewBox=\"0 0 1000 {}\" width=\"100%\" style=\"max-width:1000px\">", h);
+      const std::size_t label_every = cw >= 30 ? 1 : static_cast<std::size_t>(std::ceil(30.0 / cw));
+      for (std::size_t c = 0; c < steps.size(); c += label_every)
+        w.f("<text x=\"{:.1f}\" y=\"12\">{}</text>", 100 + cw * static_cast<double>(c) + 2,
+            steps[c] < 0 ? std::string(steps.size() == 1 ? "the whole run (no ProfilerStep marked)" : "no step")
+                         : fmt::format("{}{}", c == 0 ? "step " : "", steps[c]));
+      for (std::size_t k = 0; k < n; ++k) {
+        const rank_analysis& r = job.ranks[k];
+        const double y = static_cast<double>(18 + k * 20);
+        w.f("<g class=\"rank\" data-rank=\"{}\"><text x=\"0\" y=\"{:.0f}\">rank {}</text>", r.rank, y + 12, r.rank);
+        for (std::size_t c = 0; c < steps.size(); ++c) {
+          const double x = 100 + cw * static_cast<double>(c);
+          const auto it = cell.find({r.rank, steps[c]});
+          if (it == cell.end()) {
+            w.f("<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"16\" fill=\"#f3f4f6\"><title>rank {}: no matched "
+                "collective</title></rect>", x, y, std::max(cw - 1, 0.5), r.rank);
+            continue;
+          }
+          const straggler_row& s = *it->second;
+          const double f = static_cast<double>(s.median_late_ns < 0 ? -s.median_late_ns : s.median_late_ns) / static_cast<double>(scale);
+          w.f("<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\" fill-opacity=\"{:.2f}\"{}>",
+              s.straggler ? "late straggler" : "late", x, y, std::max(cw - 1, 0.5), s.median_late_ns > 0 ? "var(--bad)" : "var(--host)",
+              0.08 + 0.92 * f, s.straggler ? " stroke=\"#1d2733\" stroke-width=\"2\"" : "");
+          w.f("<title>rank {}{}: collectives start a median {} {} their group's median (at most {} late) over {} collective{}{}</title></rect>",
+              r.rank, s.step < 0 ? std::string() : fmt::format(", step {}", s.step), report_time(s.median_late_ns < 0 ? -s.median_late_ns : s.median_late_ns),
+              s.median_late_ns < 0 ? "before" : "after", signed_time(s.max_late_ns), s.collectives, s.collectives == 1 ? "" : "s",
+              s.straggler ? ": a straggler" : "");
+          if (cw >= 60)
+            w.f("<text x=\"{:.1f}\" y=\"{:.0f}\"{}>{}</text>", x + 4, y + 12, f > 0.5 ? " style=\"fill:#fff\"" : "", signed_time(s.median_late_ns));
+        }
+        w.raw("</g>");
+      }
+      w.raw("</svg>\n");
+      std::map<std::int64_t, std::vector<std::string>> late;
+      for (const straggler_row& s : job.stragglers)
+        if (s.straggler) late[s.rank].push_back(s.step < 0 ? std::string("the whole run") : std::to_string(s.step));
+      if (late.empty()) {
+        w.f("<p>No straggler: no rank's collectives start more than {} after their group's median in a step.</p>\n",
+            report_time(job.options.straggler_ns));
+      } else {
+        w.raw("<p class=\"stragglers\">Straggler");
+        w.raw(late.size() == 1 ? ": " : "s: ");
+        bool first = true;
+        for (const auto& [rank, where] : late) {
+          w.f("{}<b>rank {}</b> ({}{})", first ? "" : "; ", rank,
+              where.size() == 1 && where.front() == "the whole run" ? "" : where.size() == 1 ? "step " : "steps ", listed(where));
+          first = false;
+        }
+        w.raw(".</p>\n");
+      }
+      if (cut) w.f("<p class=\"muted\">The first {} steps shown.</p>\n", max_steps);
+    }
+  }
+  w.raw("</section>\n");
+}
 
 inline void append_compare(page_writer& w, const html_report& rep) {
   if (rep.runs.size() < 2) return;
@@ -743,10 +945,12 @@ inline std::string html_page(const html_report& rep) {
   detail::append_timeline(body, rep);
   detail::append_ops(body, rep);
   detail::append_device(body, rep);
+  detail::append_distributed(body, rep);
   detail::append_compare(body, rep);
   w.raw("<nav>");
   for (const auto& [id, title] : {std::pair{"summary", "Summary"}, std::pair{"timeline", "Timeline"}, std::pair{"ops", "Ops"},
-                                  std::pair{"device", "Device"}, std::pair{"compare", "Compare"}})
+                                  std::pair{"device", "Device"}, std::pair{"distributed", "Distributed"},
+                                  std::pair{"compare", "Compare"}})
     if (body.out.find(fmt::format("<section id=\"{}\">", id)) != std::string::npos) w.f("<a href=\"#{}\">{}</a>", id, title);
   w.raw("</nav>\n<main>\n");
   w.raw(body.out);
