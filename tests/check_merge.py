@@ -419,7 +419,7 @@ def part_bad(report, data, tmp):
     gz = open(os.path.join(data, "job", "rank0.json.gz"), "rb").read()
     case("truncated_gz", {"rank0.json.gz": gz[:len(gz) // 2]}, ["rank0.json.gz", "its gzip data ends early"])
     case("mixed_world", {"a.json": rank_doc(0, 2), "b.json": rank_doc(1, 4)},
-         ["a.json (world size 2)", "b.json (world size 4)", "are ranks of different jobs: merge one job's"])
+         ["a.json (world size 2)", "b.json (world size 4)", "are ranks of different jobs: give strata-report merge one job's"])
     case("mixed_backend", {"a.json": rank_doc(0, 2), "b.json": rank_doc(1, 2, backend="gloo")},
          ["a.json (backend 'nccl')", "b.json (backend 'gloo') are ranks of different jobs"])
     case("duplicate", {"a.json": rank_doc(1, 2), "b.json": rank_doc(1, 2)},
