@@ -96,7 +96,12 @@ TEST_CASE("recommendations: low utilisation saves what reaching half the better 
   strata::average_row fast = k;
   fast.name = "fast";
   fast.device_bytes = 50000;  // MBU 50%: at the threshold, no recommendation
-  t.rows = {k, fast};
+  strata::average_row wait = k;  // a collective: device time, but no FLOPs or bytes counted
+  wait.name = "AllReduce (ring)";
+  wait.flops = 0;
+  wait.device_bytes = 0;
+  wait.self_device_ns = wait.device_total_ns = 5000;
+  t.rows = {k, fast, wait};
   const auto recs = strata::recommend(t, run_of(1000, 1000));
   const strata::recommendation* r = find(recs, "low_utilization");
   REQUIRE(r != nullptr);
@@ -137,6 +142,7 @@ TEST_CASE("recommendations: records lost first, then savings largest first, then
   k.is_device = true;
   k.count = 1;
   k.self_device_ns = 100000;  // no FLOPs: MFU 0, the whole time could go: saving 100000 > idle 900
+  k.device_bytes = 1;         // it counts its work (bytes), but no HBM peak is known: MBU 0
   t.rows = {host_row("op", 10), k};
   const std::vector<strata::memory_peak> peaks = {{"NEURON:0", 4096, 500, "aten::empty"}};
   const auto recs = strata::recommend(t, run_of(1000, 100), peaks);

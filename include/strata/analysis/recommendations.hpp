@@ -222,6 +222,9 @@ inline std::vector<recommendation> recommend(const averages& table, const activi
     std::vector<recommendation> low;
     for (const average_row& row : table.rows) {
       if (!row.is_device || row.self_device_ns <= 0) continue;
+      // A row that counts neither FLOPs nor bytes (a collective, a wait, an unannotated
+      // kernel) has no utilisation to judge: 0% would be a guess, not a figure.
+      if (row.flops == 0 && row.device_bytes == 0) continue;
       const double mfu = table.peak_flops_per_s > 0 ? row.achieved_flops_per_s() / table.peak_flops_per_s : 0;
       const double mbu = table.peak_hbm_bytes_per_s > 0 ? row.achieved_bytes_per_s() / table.peak_hbm_bytes_per_s : 0;
       const double best = std::max(mfu, mbu);
