@@ -170,3 +170,24 @@ TEST_CASE("an endless schedule's step names do not grow the interned names") {
   REQUIRE(names.size() == 401);  // 200 windows of two steps, then step 400 alone
   for (std::size_t i = 0; i < names.size(); ++i) CHECK(names[i] == "ProfilerStep#" + std::to_string(i));
 }
+
+TEST_CASE("a schedule that waits first makes its block store at start, not in the step into its window") {
+  strata_test::temp_dir dir("step-windows-prepared");
+  auto config = strata_test::config_in(dir);
+  config.schedule = {.wait = 2, .active = 1, .repeat = 1};
+  strata::profiler prof(config);
+  REQUIRE(strata::detail::registry::instance().store() == nullptr);
+  prof.start();
+  const auto prepared = strata::detail::registry::instance().store();
+  CHECK(prepared != nullptr);  // made while the schedule waits
+  CHECK_FALSE(prof.recording());
+  STRATA_STEP();
+  STRATA_STEP();  // step 2: the window
+  REQUIRE(prof.recording());
+  { STRATA_SCOPE("in the window"); }
+  CHECK(strata::detail::registry::instance().store() == prepared);  // the same store serves it
+  prof.stop();
+  CHECK(strata::detail::registry::instance().store() == nullptr);
+  REQUIRE(prof.trace_files().size() == 1);
+  CHECK(strata_test::lines_with(strata_test::read_file(prof.trace_files()[0]), "\"in the window\"").size() == 1);
+}

@@ -191,19 +191,8 @@ class registry {
     device_tracks_.clear();
     device_counts_.clear();
     step_tracks_.clear();
-    block_store_settings blocks = settings.blocks;
+    block_store_settings blocks = store_settings_of(settings);
     blocks.session = epoch_;
-    if (flight_recorder_keep() != 0) {
-      // A flight recorder's threads take their blocks once, on their first lap, and then reuse
-      // them: nothing is spilled, and the limit (which a flight recorder's blocks do not count
-      // against) bounds only the free blocks the store keeps. The writer keeps a few ready (a
-      // block lasts a recording thread tens of microseconds; the writer touches one in a few),
-      // not a whole ring, which would stay allocated once every thread has its own.
-      const std::size_t ready = std::min<std::size_t>(flight_recorder_keep() / record_block::capacity + 2, 16);
-      blocks.spill = false;
-      blocks.memory_limit = ready * block_bytes;
-      blocks.reserve_blocks = ready;
-    }
     if (store_ && store_->serves(blocks)) {
       store_->begin_session(epoch_, blocks.start_ticks);
     } else {
@@ -244,6 +233,20 @@ class registry {
       store = std::move(store_);
     }
     if (store) store->release_free_blocks();
+  }
+
+  /// Between sessions: makes the store a session with `settings` would take its blocks from,
+  /// so that a schedule's first window begins as cheaply as the later ones (its store, its
+  /// writer thread and the blocks the writer touches ahead are made here, not in the step that
+  /// enters the window). A store that serves `settings` already is kept.
+  void prepare_store(const session_settings& settings) {
+    std::lock_guard lock(mutex_);
+    if ((load_state() & layer_mask_bits) != 0) return;  // a session records: it has its store
+    block_store_settings blocks = store_settings_of(settings);
+    if (store_ && store_->serves(blocks)) return;
+    store_.reset();
+    store_ = std::make_shared<block_store>(std::move(blocks));
+    store_->start_writer();
   }
 
   /// Under the registry's lock: calls `on_thread(const std::shared_ptr<recording_thread>&)`
@@ -468,8 +471,26 @@ class registry {
   }
 
   // A flight recorder's records per thread, or 0 for a lossless session.
-  std::size_t flight_recorder_keep() const noexcept {
-    return settings_.overflow == overflow_policy::flight_recorder ? settings_.buffer_capacity : 0;
+  std::size_t flight_recorder_keep() const noexcept { return flight_recorder_keep(settings_); }
+  static std::size_t flight_recorder_keep(const session_settings& s) noexcept {
+    return s.overflow == overflow_policy::flight_recorder ? s.buffer_capacity : 0;
+  }
+
+  // The block store a session with `settings` takes its blocks from.
+  static block_store_settings store_settings_of(const session_settings& settings) {
+    block_store_settings blocks = settings.blocks;
+    if (const std::size_t keep = flight_recorder_keep(settings); keep != 0) {
+      // A flight recorder's threads take their blocks once, on their first lap, and then reuse
+      // them: nothing is spilled, and the limit (which a flight recorder's blocks do not count
+      // against) bounds only the free blocks the store keeps. The writer keeps a few ready (a
+      // block lasts a recording thread tens of microseconds; the writer touches one in a few),
+      // not a whole ring, which would stay allocated once every thread has its own.
+      const std::size_t ready = std::min<std::size_t>(keep / record_block::capacity + 2, 16);
+      blocks.spill = false;
+      blocks.memory_limit = ready * block_bytes;
+      blocks.reserve_blocks = ready;
+    }
+    return blocks;
   }
 
   // try_lock, retried every millisecond for about `wait_ms` (nanosleep is async-signal-safe).

@@ -397,6 +397,8 @@ struct profiler::session {
     step_num_ = 0;
     stepping_thread_.reset();
     action_ = action_at(config_.schedule, 0);
+    // A schedule that waits first: its first window should not make the store in its step.
+    if (!is_recording(action_)) detail::registry::instance().prepare_store(window_settings(clock::now()));
     std::exception_ptr failed = transition(profiler_action::none, action_, false);
     open_step();
     if (failed) std::rethrow_exception(failed);
@@ -651,19 +653,24 @@ struct profiler::session {
       detail::crash_recorder::instance().set_window(recording_data_.clock, recording_data_.start_ticks);
     window_ = {step_num_, step_num_};
     recording_ = true;
-    detail::registry::instance().begin_session({.layers = config_.layers,
-                                                .overflow = config_.overflow,
-                                                .buffer_capacity = config_.buffer_capacity,
-                                                .record_args = config_.record_shapes,
-                                                .profile_memory = config_.profile_memory,
-                                                .record_flops = config_.with_flops,
-                                                .cores = cores_,
-                                                .max_events_per_core = config_.max_events_per_core,
-                                                .blocks = {.memory_limit = config_.memory_limit,
-                                                           .spill = config_.spill,
-                                                           .spill_dir = config_.output_dir,
-                                                           .pid = recording_data_.pid,
-                                                           .start_ticks = recording_data_.start_ticks}});
+    detail::registry::instance().begin_session(window_settings(recording_data_.start_ticks));
+  }
+
+  // What the registry's session of a window records and where its blocks come from.
+  detail::session_settings window_settings(std::uint64_t start_ticks) const {
+    return {.layers = config_.layers,
+            .overflow = config_.overflow,
+            .buffer_capacity = config_.buffer_capacity,
+            .record_args = config_.record_shapes,
+            .profile_memory = config_.profile_memory,
+            .record_flops = config_.with_flops,
+            .cores = cores_,
+            .max_events_per_core = config_.max_events_per_core,
+            .blocks = {.memory_limit = config_.memory_limit,
+                       .spill = config_.spill,
+                       .spill_dir = config_.output_dir,
+                       .pid = static_cast<std::uint64_t>(detail::atomic_file::process_id()),
+                       .start_ticks = start_ticks}};
   }
 
   // Ends the registry's session and takes its records, unordered: what must happen before the
