@@ -355,6 +355,9 @@ def part_tensor_parallel(report, data, tmp, program):
                 t.pop(key)
             for row in t["rows"]:
                 row.pop("mfu"), row.pop("mbu")
+            # Rows come in the order their ops first appear: the ranks' files one after the
+            # other, the merged trace's events interleaved by time. The rows themselves agree.
+            t["rows"].sort(key=lambda r: (r["name"], r["input_shapes"], r["is_device"]))
         expect("tp key_averages of the merged trace", tables[1], tables[0])
     # check_trace's checks on every track: flows bound to slices in time order, slices nested,
     # events oldest first (a strata trace's ts keep their three decimals through the shift).
