@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -190,6 +191,39 @@ inline bool kineto_only_category(std::string_view cat) {
          cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "python_function";
 }
 
+class trace_builder;
+
+/// Called when the parser enters the traceEvents array (report/parallel_parse.hpp reads the
+/// events itself, in pieces, and leaves the parser to go on after the array).
+class events_hook {
+ public:
+  /// Returns false to stop the parser.
+  virtual bool on_events(trace_builder& builder) = 0;
+
+ protected:
+  ~events_hook() = default;
+};
+
+/// The elements of a stretch of traceEvents as a chunk's own parser saw them, in order: each
+/// event's fields as text, for the document's builder to turn into op_events. Per element: a
+/// 32-bit mask of the fields seen (`not_an_event`: an element that is not an object), then per
+/// field its 32-bit length and its text.
+struct element_log {
+  static constexpr std::uint32_t not_an_event = ~std::uint32_t{0};
+  std::string bytes = {};
+  std::size_t count = 0;
+
+  void clear() noexcept {
+    bytes.clear();
+    count = 0;
+  }
+  void add_other() {
+    put(not_an_event);
+    ++count;
+  }
+  void put(std::uint32_t v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); }
+};
+
 /// The SAX handler: it follows where the parser is in the document (the root, otherData,
 /// traceEvents, one event, its args, its Input Dims) and turns each finished event into an
 /// op_event. A handler call returns false to stop the parser; failure() then says why.
@@ -203,6 +237,48 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   /// `kineto`: the format when it is already known (the second pass), else nothing.
   trace_builder(std::string source, std::optional<bool> kineto, read_options options = {})
       : source_(std::move(source)), options_(options), fixed_(kineto.has_value()), kineto_(kineto.value_or(false)) {}
+
+  /// A builder for a chunk of traceEvents elements (each parsed as a document of its own) that
+  /// writes each element to `log` as it finishes instead of making an op_event of it: the
+  /// document's builder takes them in order (take_elements), so the result is the same as if
+  /// it had parsed them itself. `events_depth` is the depth of the traceEvents array.
+  trace_builder(std::size_t events_depth, element_log& log) : log_(&log), depth_(events_depth), events_depth_(events_depth) {
+    events_found_ = true;
+  }
+
+  /// Calls `hook` when the parser enters the traceEvents array; nullptr: none.
+  void set_events_hook(events_hook* hook) noexcept { hook_ = hook; }
+  /// The depth of the traceEvents array while the parser is inside it (the root is 1).
+  std::size_t events_depth() const noexcept { return events_depth_; }
+
+  /// Takes the elements that a chunk's builder logged, as if they came next in the array.
+  /// Returns false when an event is refused (failure() says why).
+  bool take_elements(const element_log& log) {
+    const char* p = log.bytes.data();
+    const auto get = [&p] {
+      std::uint32_t v;
+      std::memcpy(&v, p, sizeof v);
+      p += sizeof v;
+      return v;
+    };
+    for (std::size_t i = 0; i < log.count; ++i) {
+      ++index_;
+      const std::uint32_t seen = get();
+      if (seen == element_log::not_an_event) {
+        ++out_.skipped;
+        continue;
+      }
+      fields_.seen = seen;
+      for (int f = 0; f < field_count; ++f) {
+        if (((seen >> f) & 1u) == 0) continue;
+        const std::uint32_t n = get();
+        fields_.text[f].assign(p, n);
+        p += n;
+      }
+      if (!finish_event()) return false;
+    }
+    return true;
+  }
 
   // --- RapidJSON's handler interface (numbers arrive as their text) ---
   bool Null() { return scalar("null"); }
@@ -342,7 +418,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     if (depth_ == 0) return true;  // a document that is one scalar: finish() refuses it
     if (events_depth_ != 0 && depth_ == events_depth_) {  // an event that is not an object
       ++index_;
-      ++out_.skipped;
+      if (log_ != nullptr) log_->add_other();
+      else ++out_.skipped;
       return true;
     }
     switch (s) {
@@ -397,8 +474,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     }
     if (depth_ == 1) {
       root_is_array_ = array;
-      if (array) events_depth_ = 1, events_found_ = true;  // Chrome's other form: a bare array
-      return true;
+      if (!array) return true;
+      events_depth_ = 1, events_found_ = true;  // Chrome's other form: a bare array
+      return hook_ == nullptr || hook_->on_events(*this);
     }
     if (events_depth_ != 0 && depth_ == events_depth_ + 1) {  // an element of traceEvents
       ++index_;
@@ -406,6 +484,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         in_event_ = true;
         args_seen_ = false;
         fields_.seen = 0;
+      } else if (log_ != nullptr) {
+        log_->add_other();
       } else {
         ++out_.skipped;
       }
@@ -416,7 +496,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         if (!array) return stop("trace " + source_ + ": traceEvents is not an array");
         events_depth_ = depth_;
         events_found_ = true;
-        return true;
+        return hook_ == nullptr || hook_->on_events(*this);
       case slot::other_data:
         if (!array && other_depth_ == 0) other_depth_ = depth_;
         return true;
@@ -475,6 +555,16 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   }
 
   bool finish_event() {
+    if (log_ != nullptr) {  // a chunk's builder: the document's builder makes the op_event
+      log_->put(fields_.seen);
+      for (int f = 0; f < field_count; ++f) {
+        if (((fields_.seen >> f) & 1u) == 0) continue;
+        log_->put(static_cast<std::uint32_t>(fields_.text[f].size()));
+        log_->bytes += fields_.text[f];
+      }
+      ++log_->count;
+      return true;
+    }
     const std::string empty;
     const auto text = [&](slot s) -> const std::string& { return fields_.has(s) ? fields_.get(s) : empty; };
     const std::string& cat = text(slot::cat);
@@ -592,6 +682,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
 
   std::string source_;
   read_options options_;
+  element_log* log_ = nullptr;
+  events_hook* hook_ = nullptr;
   std::string failure_;
   saved_trace out_;
   std::unordered_map<std::uint64_t, std::string> thread_names_;  // track -> thread_name
