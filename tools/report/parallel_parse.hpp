@@ -289,9 +289,13 @@ class piece_reader final : public events_hook {
     std::atomic<std::size_t> next{0};
     std::mutex m;
     std::condition_variable parsed;
-    const auto parse = [&](std::size_t i) {
+    const auto parse = [&](std::size_t i) noexcept {
       const std::size_t from = i == 0 ? 0 : ends[i - 1] + 1;
-      ok[i] = parse_elements(base + from, base + ends[i], builder.events_depth(), logs_[i]);
+      try {
+        ok[i] = parse_elements(base + from, base + ends[i], builder.events_depth(), logs_[i]);
+      } catch (...) {  // out of memory: the serial parse after it will say so on the caller's thread
+        ok[i] = 0;
+      }
       {
         const std::lock_guard<std::mutex> lock(m);
         done[i].store(true, std::memory_order_release);
@@ -301,10 +305,19 @@ class piece_reader final : public events_hook {
     const auto work = [&] {
       for (std::size_t i; (i = next.fetch_add(1)) < n;) parse(i);
     };
-    std::vector<std::thread> helpers;
+    // Joined however this function leaves: the helpers use its locals.
+    struct joiner {
+      std::atomic<std::size_t>& next;
+      std::size_t n;
+      std::vector<std::thread> threads = {};
+      ~joiner() {
+        next.store(n);  // after a failure the helpers start no other chunk
+        for (auto& t : threads) t.join();
+      }
+    } helpers{next, n};
     for (std::size_t t = 1; t < std::min<std::size_t>(options_.threads, n); ++t) {
       try {
-        helpers.emplace_back(work);
+        helpers.threads.emplace_back(work);
       } catch (const std::system_error&) {
         break;  // no thread to be had: this one parses the rest
       }
@@ -321,8 +334,6 @@ class piece_reader final : public events_hook {
       }
       good = ok[c] && builder.take_elements(logs_[c]);
     }
-    next.store(n);  // after a failure the helpers start no other chunk
-    for (auto& t : helpers) t.join();
     base[end] = saved;
     return good;
   }
