@@ -672,12 +672,18 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   }
 
   /// The track of (pid, tid), numbered in order of first appearance.
+  /// Events come in runs of one track, so the last one found is tried first.
   std::uint64_t track_index(const std::string& pid, const std::string& tid) {
+    const std::size_t cut = pid.size();
+    if (last_track_ != none_yet && track_key_.size() == cut + 1 + tid.size() && track_key_[cut] == '\0' &&
+        track_key_.compare(0, cut, pid) == 0 && track_key_.compare(cut + 1, tid.size(), tid) == 0)
+      return last_track_;
     track_key_ = pid;
     track_key_ += '\0';
     track_key_ += tid;
     const auto found = track_of_.find(track_key_);
-    return found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+    last_track_ = found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+    return last_track_;
   }
 
   std::string source_;
@@ -707,7 +713,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   std::size_t index_ = 0;  ///< traceEvents entries begun so far
 
   event_fields fields_;
-  std::string track_key_;
+  static constexpr std::uint64_t none_yet = ~std::uint64_t{0};
+  std::string track_key_;  ///< pid, NUL, tid of last_track_
+  std::uint64_t last_track_ = none_yet;
   std::unordered_map<std::string, std::uint64_t> track_of_;
   std::unordered_map<std::uint64_t, std::vector<op_event>> open_;  // B events per track
   std::unordered_map<std::uint64_t, std::uint64_t> steps_tracks_;   // steps track -> its thread's
