@@ -211,7 +211,7 @@ class piece_reader final : public events_hook {
     std::size_t capacity = std::max(options_.piece_bytes, rest.size());
     buffer_.reset(new char[capacity + 1]);
     std::memcpy(buffer_.get(), rest.data(), rest.size());
-    std::size_t filled = rest.size(), scanned = 0, skipped = 0, skipped_lines = 0;
+    std::size_t filled = rest.size(), scanned = 0, skipped = 0;
     bool at_end = false, first = true;
     element_scanner scanner;
     std::vector<std::size_t> commas;
@@ -226,7 +226,7 @@ class piece_reader final : public events_hook {
       scanned = filled;
       const bool failed = !in_.source().failure().empty();
       if (first && at_end && !failed && filled < options_.parallel_bytes) {
-        in_.replace_rest({base, filled}, 0, 0);  // small: the parser reads on by itself
+        in_.replace_rest({base, filled}, 0);  // small: the parser reads on by itself
         buffer_.reset();
         return true;
       }
@@ -246,8 +246,7 @@ class piece_reader final : public events_hook {
         });
         // Only an empty array may hold nothing here: after a comma an element must follow.
         if ((!nothing || !first) && !parse_piece(builder, base, end, commas)) return false;
-        const std::size_t lines = static_cast<std::size_t>(std::count(base, base + end, '\n'));
-        in_.replace_rest({base + end, filled - end}, skipped + end, skipped_lines + lines);
+        in_.replace_rest({base + end, filled - end}, skipped + end);
         buffer_.reset();
         return true;
       }
@@ -255,7 +254,6 @@ class piece_reader final : public events_hook {
       if (!parse_piece(builder, base, end, commas)) return false;
       first = false;
       skipped += end + 1;
-      skipped_lines += static_cast<std::size_t>(std::count(base, base + end, '\n'));
       std::memmove(base, base + end + 1, filled - end - 1);
       filled -= end + 1;
       scanned = filled;

@@ -75,11 +75,12 @@ class json_input {
   std::string_view rest() const noexcept { return {current_, static_cast<std::size_t>(last_ - current_)}; }
 
   /// Goes on with `bytes` instead of the rest of the current block, then the source: the
-  /// document's next `skipped` bytes, of which `skipped_lines` newlines, were read by someone
-  /// else (report/parallel_parse.hpp) and `bytes` come after them. With `skipped` 0, `bytes`
-  /// are exactly the rest of the block and what the source gave after it.
-  void replace_rest(std::string_view bytes, std::size_t skipped, std::size_t skipped_lines) {
-    lines_ += static_cast<std::size_t>(std::count(block_.get(), current_, '\n')) + skipped_lines;
+  /// document's next `skipped` bytes were read by someone else (report/parallel_parse.hpp) and
+  /// `bytes` come after them. With `skipped` 0, `bytes` are exactly the rest of the block and
+  /// what the source gave after it. The newlines of skipped bytes are not counted: line() is
+  /// then short of them (a failure after them is parsed again, serially, for its line).
+  void replace_rest(std::string_view bytes, std::size_t skipped) {
+    lines_ += static_cast<std::size_t>(std::count(block_.get(), current_, '\n'));
     consumed_ += static_cast<std::size_t>(current_ - block_.get()) + skipped;
     if (bytes.size() > capacity_) {
       block_.reset(new char[bytes.size() + 1]);
