@@ -125,7 +125,9 @@ inline saved_trace read_trace(std::istream& in, const std::string& source = "<st
 /// Reads the trace.json at `path` (strata's, or torch.profiler's Kineto trace), plain or
 /// gzip-compressed (recognised by gzip's magic bytes, whatever the name): its complete (`X`)
 /// events, and `B`/`E` pairs, as op_events. Raises `strata::error` naming the file when it
-/// cannot be read, is not valid JSON or has no traceEvents array.
+/// cannot be read, is not valid JSON or has no traceEvents array. A trace whose events run
+/// past 4 MiB is parsed on two threads (this one and a helper), with the result and errors
+/// of one.
 ///
 /// **Example**
 /// ```
