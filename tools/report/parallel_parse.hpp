@@ -287,10 +287,11 @@ class piece_reader final : public events_hook {
     std::atomic<std::size_t> next{0};
     std::mutex m;
     std::condition_variable parsed;
+    const std::size_t depth = builder.events_depth();  // the builder is this thread's alone
     const auto parse = [&](std::size_t i) noexcept {
       const std::size_t from = i == 0 ? 0 : ends[i - 1] + 1;
       try {
-        ok[i] = parse_elements(base + from, base + ends[i], builder.events_depth(), logs_[i]);
+        ok[i] = parse_elements(base + from, base + ends[i], depth, logs_[i]);
       } catch (...) {  // out of memory: the serial parse after it will say so on the caller's thread
         ok[i] = 0;
       }
@@ -308,10 +309,12 @@ class piece_reader final : public events_hook {
       std::atomic<std::size_t>& next;
       std::size_t n;
       std::vector<std::thread> threads = {};
-      ~joiner() {
+      void join() {
         next.store(n);  // after a failure the helpers start no other chunk
-        for (auto& t : threads) t.join();
+        for (auto& t : threads)
+          if (t.joinable()) t.join();
       }
+      ~joiner() { join(); }
     } helpers{next, n};
     for (std::size_t t = 1; t < std::min<std::size_t>(options_.threads, n); ++t) {
       try {
@@ -332,6 +335,7 @@ class piece_reader final : public events_hook {
       }
       good = ok[c] && builder.take_elements(logs_[c]);
     }
+    helpers.join();  // a helper may still read its chunk, up to the NUL at its end
     base[end] = saved;
     return good;
   }
