@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -149,6 +150,13 @@ inline std::optional<std::int64_t> parse_us_as_ns(std::string_view s) {
   return negative ? -ns : ns;
 }
 
+/// Whether `s` is the literal `lit`: with the length known at compile time the compiler compares
+/// inline instead of calling memcmp, which the keys of every event made a twentieth of the time.
+template <std::size_t N>
+inline bool is(std::string_view s, const char (&lit)[N]) noexcept {
+  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
+
 /// Arrays and objects may nest this deep; a trace nests about six levels.
 inline constexpr std::size_t max_json_depth = 256;
 
@@ -163,7 +171,7 @@ struct category_rule {
 inline category_rule strata_category(std::string_view cat) {
   for (int l = 0; l < layer_count; ++l)
     if (cat == layer_name(static_cast<layer>(l))) return {true, static_cast<layer>(l)};
-  if (cat == "strata") return {};  // the writer's own "records lost" instants
+  if (is(cat, "strata")) return {};  // the writer's own "records lost" instants
   // Parts of something else (device.engine, device.phase: of a device execution, whose own
   // event carries their time; runtime.queue: time in a queue, not an op).
   if (cat.find('.') != std::string_view::npos) return {};
@@ -175,20 +183,53 @@ inline category_rule strata_category(std::string_view cat) {
 /// calls carry no id here, so they do not take the kernels from their op. gpu_user_annotation
 /// (a record_function's span on the GPU) is left out: it covers kernels already counted.
 inline category_rule kineto_category(std::string_view cat) {
-  if (cat == "cpu_op" || cat == "Operator") return {true, layer::framework, true};
-  if (cat == "user_annotation" || cat == "python_function") return {true, layer::user, false, false};
-  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime")
+  if (is(cat, "cpu_op") || is(cat, "Operator")) return {true, layer::framework, true};
+  if (is(cat, "user_annotation") || is(cat, "python_function")) return {true, layer::user, false, false};
+  if (is(cat, "cuda_runtime") || is(cat, "cuda_driver") || is(cat, "Runtime"))
     return {true, layer::runtime, false, false};
-  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Kernel" ||
-      cat == "Memcpy" || cat == "Memset")
+  if (is(cat, "kernel") || is(cat, "gpu_memcpy") || is(cat, "gpu_memset") || is(cat, "Kernel") ||
+      is(cat, "Memcpy") || is(cat, "Memset"))
     return {true, layer::device, true};
   return {};
 }
 
 inline bool kineto_only_category(std::string_view cat) {
-  return cat == "cpu_op" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "kernel" ||
-         cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "python_function";
+  return is(cat, "cpu_op") || is(cat, "cuda_runtime") || is(cat, "cuda_driver") || is(cat, "kernel") ||
+         is(cat, "gpu_memcpy") || is(cat, "gpu_memset") || is(cat, "python_function");
 }
+
+class trace_builder;
+
+/// Called when the parser enters the traceEvents array (report/parallel_parse.hpp reads the
+/// events itself, in pieces, and leaves the parser to go on after the array).
+class events_hook {
+ public:
+  /// Returns false to stop the parser.
+  virtual bool on_events(trace_builder& builder) = 0;
+
+ protected:
+  ~events_hook() = default;
+};
+
+/// The elements of a stretch of traceEvents as a chunk's own parser saw them, in order: each
+/// event's fields as text, for the document's builder to turn into op_events. Per element: a
+/// 32-bit mask of the fields seen (`not_an_event`: an element that is not an object), then per
+/// field its 32-bit length and its text.
+struct element_log {
+  static constexpr std::uint32_t not_an_event = ~std::uint32_t{0};
+  std::string bytes = {};
+  std::size_t count = 0;
+
+  void clear() noexcept {
+    bytes.clear();
+    count = 0;
+  }
+  void add_other() {
+    put(not_an_event);
+    ++count;
+  }
+  void put(std::uint32_t v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); }
+};
 
 /// The SAX handler: it follows where the parser is in the document (the root, otherData,
 /// traceEvents, one event, its args, its Input Dims) and turns each finished event into an
@@ -203,6 +244,48 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   /// `kineto`: the format when it is already known (the second pass), else nothing.
   trace_builder(std::string source, std::optional<bool> kineto, read_options options = {})
       : source_(std::move(source)), options_(options), fixed_(kineto.has_value()), kineto_(kineto.value_or(false)) {}
+
+  /// A builder for a chunk of traceEvents elements (each parsed as a document of its own) that
+  /// writes each element to `log` as it finishes instead of making an op_event of it: the
+  /// document's builder takes them in order (take_elements), so the result is the same as if
+  /// it had parsed them itself. `events_depth` is the depth of the traceEvents array.
+  trace_builder(std::size_t events_depth, element_log& log) : log_(&log), depth_(events_depth), events_depth_(events_depth) {
+    events_found_ = true;
+  }
+
+  /// Calls `hook` when the parser enters the traceEvents array; nullptr: none.
+  void set_events_hook(events_hook* hook) noexcept { hook_ = hook; }
+  /// The depth of the traceEvents array while the parser is inside it (the root is 1).
+  std::size_t events_depth() const noexcept { return events_depth_; }
+
+  /// Takes the elements that a chunk's builder logged, as if they came next in the array.
+  /// Returns false when an event is refused (failure() says why).
+  bool take_elements(const element_log& log) {
+    const char* p = log.bytes.data();
+    const auto get = [&p] {
+      std::uint32_t v;
+      std::memcpy(&v, p, sizeof v);
+      p += sizeof v;
+      return v;
+    };
+    for (std::size_t i = 0; i < log.count; ++i) {
+      ++index_;
+      const std::uint32_t seen = get();
+      if (seen == element_log::not_an_event) {
+        ++out_.skipped;
+        continue;
+      }
+      fields_.seen = seen;
+      for (int f = 0; f < field_count; ++f) {
+        if (((seen >> f) & 1u) == 0) continue;
+        const std::uint32_t n = get();
+        fields_.text[f].assign(p, n);
+        p += n;
+      }
+      if (!finish_event()) return false;
+    }
+    return true;
+  }
 
   // --- RapidJSON's handler interface (numbers arrive as their text) ---
   bool Null() { return scalar("null"); }
@@ -296,37 +379,37 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     next_ = slot::none;
     if (dims_depth_ != 0) return true;  // keys inside Input Dims are dropped
     if (depth_ == 1 && !root_is_array_) {
-      if (k == "traceEvents") next_ = events_found_ ? slot::none : slot::trace_events;
-      else if (k == "otherData") next_ = slot::other_data;
-      else if (k == "distributedInfo") next_ = slot::distributed_info;
-      else if (k == "schemaVersion" || k == "deviceProperties") kineto_seen_ = true;
+      if (is(k, "traceEvents")) next_ = events_found_ ? slot::none : slot::trace_events;
+      else if (is(k, "otherData")) next_ = slot::other_data;
+      else if (is(k, "distributedInfo")) next_ = slot::distributed_info;
+      else if (is(k, "schemaVersion") || is(k, "deviceProperties")) kineto_seen_ = true;
     } else if (depth_ == info_depth_) {
-      if (k == "rank") next_ = slot::rank;
+      if (is(k, "rank")) next_ = slot::rank;
     } else if (depth_ == other_depth_) {
-      if (k == "strata_version") strata_seen_ = true;
-      else if (k == "dropped") next_ = slot::dropped;
-      else if (k == "overflow_policy") next_ = slot::overflow_policy;
-      else if (k == "peak_tflops") next_ = slot::peak_tflops;
-      else if (k == "peak_hbm_gbps") next_ = slot::peak_hbm_gbps;
+      if (is(k, "strata_version")) strata_seen_ = true;
+      else if (is(k, "dropped")) next_ = slot::dropped;
+      else if (is(k, "overflow_policy")) next_ = slot::overflow_policy;
+      else if (is(k, "peak_tflops")) next_ = slot::peak_tflops;
+      else if (is(k, "peak_hbm_gbps")) next_ = slot::peak_hbm_gbps;
     } else if (in_event_ && depth_ == events_depth_ + 1) {
-      if (k == "ph") next_ = slot::ph;
-      else if (k == "cat") next_ = slot::cat;
-      else if (k == "name") next_ = slot::name;
-      else if (k == "pid") next_ = slot::pid;
-      else if (k == "tid") next_ = slot::tid;
-      else if (k == "ts") next_ = slot::ts;
-      else if (k == "dur") next_ = slot::dur;
-      else if (k == "args") next_ = args_depth_ == 0 && !args_seen_ ? slot::args : slot::none;
+      if (is(k, "ph")) next_ = slot::ph;
+      else if (is(k, "cat")) next_ = slot::cat;
+      else if (is(k, "name")) next_ = slot::name;
+      else if (is(k, "pid")) next_ = slot::pid;
+      else if (is(k, "tid")) next_ = slot::tid;
+      else if (is(k, "ts")) next_ = slot::ts;
+      else if (is(k, "dur")) next_ = slot::dur;
+      else if (is(k, "args")) next_ = args_depth_ == 0 && !args_seen_ ? slot::args : slot::none;
     } else if (depth_ == args_depth_) {
-      if (k == "correlation_id") next_ = slot::correlation_id;
-      else if (k == "External id") next_ = slot::external_id;
-      else if (k == "Input Dims") next_ = slot::input_dims;
-      else if (k == "steps_of") next_ = slot::steps_of;
-      else if (k == "Bytes") next_ = slot::bytes;
-      else if (k == "Device Type") next_ = slot::device_type;
-      else if (k == "flops") next_ = slot::flops;
-      else if (k == "bytes") next_ = slot::device_bytes;  // a strata device execution's HBM bytes
-      else if (k == "name") next_ = slot::arg_name;       // metadata: a thread's or process's name
+      if (is(k, "correlation_id")) next_ = slot::correlation_id;
+      else if (is(k, "External id")) next_ = slot::external_id;
+      else if (is(k, "Input Dims")) next_ = slot::input_dims;
+      else if (is(k, "steps_of")) next_ = slot::steps_of;
+      else if (is(k, "Bytes")) next_ = slot::bytes;
+      else if (is(k, "Device Type")) next_ = slot::device_type;
+      else if (is(k, "flops")) next_ = slot::flops;
+      else if (is(k, "bytes")) next_ = slot::device_bytes;  // a strata device execution's HBM bytes
+      else if (is(k, "name")) next_ = slot::arg_name;       // metadata: a thread's or process's name
     }
     if (is_event_field(next_) && fields_.has(next_)) next_ = slot::none;
     return true;
@@ -342,7 +425,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     if (depth_ == 0) return true;  // a document that is one scalar: finish() refuses it
     if (events_depth_ != 0 && depth_ == events_depth_) {  // an event that is not an object
       ++index_;
-      ++out_.skipped;
+      if (log_ != nullptr) log_->add_other();
+      else ++out_.skipped;
       return true;
     }
     switch (s) {
@@ -397,8 +481,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     }
     if (depth_ == 1) {
       root_is_array_ = array;
-      if (array) events_depth_ = 1, events_found_ = true;  // Chrome's other form: a bare array
-      return true;
+      if (!array) return true;
+      events_depth_ = 1, events_found_ = true;  // Chrome's other form: a bare array
+      return hook_ == nullptr || hook_->on_events(*this);
     }
     if (events_depth_ != 0 && depth_ == events_depth_ + 1) {  // an element of traceEvents
       ++index_;
@@ -406,6 +491,8 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         in_event_ = true;
         args_seen_ = false;
         fields_.seen = 0;
+      } else if (log_ != nullptr) {
+        log_->add_other();
       } else {
         ++out_.skipped;
       }
@@ -416,7 +503,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
         if (!array) return stop("trace " + source_ + ": traceEvents is not an array");
         events_depth_ = depth_;
         events_found_ = true;
-        return true;
+        return hook_ == nullptr || hook_->on_events(*this);
       case slot::other_data:
         if (!array && other_depth_ == 0) other_depth_ = depth_;
         return true;
@@ -475,13 +562,23 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   }
 
   bool finish_event() {
+    if (log_ != nullptr) {  // a chunk's builder: the document's builder makes the op_event
+      log_->put(fields_.seen);
+      for (int f = 0; f < field_count; ++f) {
+        if (((fields_.seen >> f) & 1u) == 0) continue;
+        log_->put(static_cast<std::uint32_t>(fields_.text[f].size()));
+        log_->bytes += fields_.text[f];
+      }
+      ++log_->count;
+      return true;
+    }
     const std::string empty;
     const auto text = [&](slot s) -> const std::string& { return fields_.has(s) ? fields_.get(s) : empty; };
     const std::string& cat = text(slot::cat);
     if (fields_.has(slot::cat) && kineto_only_category(cat)) kineto_seen_ = true;
     const std::string& ph = text(slot::ph);
-    const bool is_x = ph == "X", is_b = ph == "B", is_e = ph == "E";
-    if ((ph == "i" || ph == "I") && text(slot::name) == "[memory]" && fields_.has(slot::bytes)) {
+    const bool is_x = is(ph, "X"), is_b = is(ph, "B"), is_e = is(ph, "E");
+    if ((is(ph, "i") || is(ph, "I")) && is(text(slot::name), "[memory]") && fields_.has(slot::bytes)) {
       const auto ts = fields_.has(slot::ts) ? parse_us_as_ns(fields_.get(slot::ts)) : std::nullopt;
       const auto bytes = parse_signed(fields_.get(slot::bytes));
       if (!ts || !bytes) return stop(where() + ": a [memory] event needs ts (microseconds) and Bytes (an integer)");
@@ -491,14 +588,14 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
     }
     if (!is_x && !is_b && !is_e) {
       // A steps track names the thread whose steps it holds (strata's thread_name metadata).
-      if (ph == "M" && text(slot::name) == "thread_name" && fields_.has(slot::steps_of))
+      if (is(ph, "M") && is(text(slot::name), "thread_name") && fields_.has(slot::steps_of))
         if (const auto of = parse_unsigned(fields_.get(slot::steps_of)))
           steps_tracks_.try_emplace(track_index(text(slot::pid), text(slot::tid)),
                                     track_index(text(slot::pid), std::to_string(*of)));
-      if (ph == "M" && fields_.has(slot::arg_name)) {
-        if (text(slot::name) == "thread_name")
+      if (is(ph, "M") && fields_.has(slot::arg_name)) {
+        if (is(text(slot::name), "thread_name"))
           thread_names_.try_emplace(track_index(text(slot::pid), text(slot::tid)), fields_.get(slot::arg_name));
-        else if (text(slot::name) == "process_name")
+        else if (is(text(slot::name), "process_name"))
           process_names_.try_emplace(text(slot::pid), fields_.get(slot::arg_name));
       }
       ++out_.skipped;
@@ -562,7 +659,7 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   /// engine instructions, execution phases, queue waits. An event without a usable ts or dur
   /// is left out (it is in no table either).
   void keep_activity(const std::string& cat) {
-    const bool engine = cat == "device.engine", phase = cat == "device.phase", queue = cat == "runtime.queue";
+    const bool engine = is(cat, "device.engine"), phase = is(cat, "device.phase"), queue = is(cat, "runtime.queue");
     if (!engine && !phase && !queue) return;
     const std::uint64_t track = track_index(fields_.has(slot::pid) ? fields_.get(slot::pid) : std::string(),
                                             fields_.has(slot::tid) ? fields_.get(slot::tid) : std::string());
@@ -582,16 +679,24 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   }
 
   /// The track of (pid, tid), numbered in order of first appearance.
+  /// Events come in runs of one track, so the last one found is tried first.
   std::uint64_t track_index(const std::string& pid, const std::string& tid) {
+    const std::size_t cut = pid.size();
+    if (last_track_ != none_yet && track_key_.size() == cut + 1 + tid.size() && track_key_[cut] == '\0' &&
+        track_key_.compare(0, cut, pid) == 0 && track_key_.compare(cut + 1, tid.size(), tid) == 0)
+      return last_track_;
     track_key_ = pid;
     track_key_ += '\0';
     track_key_ += tid;
     const auto found = track_of_.find(track_key_);
-    return found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+    last_track_ = found != track_of_.end() ? found->second : track_of_.emplace(track_key_, track_of_.size()).first->second;
+    return last_track_;
   }
 
   std::string source_;
   read_options options_;
+  element_log* log_ = nullptr;
+  events_hook* hook_ = nullptr;
   std::string failure_;
   saved_trace out_;
   std::unordered_map<std::uint64_t, std::string> thread_names_;  // track -> thread_name
@@ -615,7 +720,9 @@ class trace_builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, tra
   std::size_t index_ = 0;  ///< traceEvents entries begun so far
 
   event_fields fields_;
-  std::string track_key_;
+  static constexpr std::uint64_t none_yet = ~std::uint64_t{0};
+  std::string track_key_;  ///< pid, NUL, tid of last_track_
+  std::uint64_t last_track_ = none_yet;
   std::unordered_map<std::string, std::uint64_t> track_of_;
   std::unordered_map<std::uint64_t, std::vector<op_event>> open_;  // B events per track
   std::unordered_map<std::uint64_t, std::uint64_t> steps_tracks_;   // steps track -> its thread's

@@ -69,6 +69,30 @@ class json_input {
 
   explicit json_input(Source& source) : source_(source), block_(new char[block_size + 1]) { refill(); }
 
+  Source& source() noexcept { return source_; }
+
+  /// The bytes of the current block not taken yet.
+  std::string_view rest() const noexcept { return {current_, static_cast<std::size_t>(last_ - current_)}; }
+
+  /// Goes on with `bytes` instead of the rest of the current block, then the source: the
+  /// document's next `skipped` bytes were read by someone else (report/parallel_parse.hpp) and
+  /// `bytes` come after them. With `skipped` 0, `bytes` are exactly the rest of the block and
+  /// what the source gave after it. The newlines of skipped bytes are not counted: line() is
+  /// then short of them (a failure after them is parsed again, serially, for its line).
+  void replace_rest(std::string_view bytes, std::size_t skipped) {
+    lines_ += static_cast<std::size_t>(std::count(block_.get(), current_, '\n'));
+    consumed_ += static_cast<std::size_t>(current_ - block_.get()) + skipped;
+    if (bytes.size() > capacity_) {
+      block_.reset(new char[bytes.size() + 1]);
+      capacity_ = bytes.size();
+    }
+    std::memcpy(block_.get(), bytes.data(), bytes.size());
+    block_[bytes.size()] = '\0';
+    current_ = block_.get();
+    last_ = block_.get() + bytes.size();
+    if (bytes.empty()) refill();
+  }
+
   // Called once per byte of the document: forced inline, or the call costs more than the byte.
   [[gnu::always_inline]] char Peek() const noexcept { return *current_; }
   [[gnu::always_inline]] char Take() {
@@ -102,6 +126,7 @@ class json_input {
 
   Source& source_;
   std::unique_ptr<char[]> block_;
+  std::size_t capacity_ = block_size;  ///< bytes block_ holds, besides the final NUL
   char* current_ = block_.get();
   char* last_ = block_.get();
   std::size_t consumed_ = 0;  ///< bytes of the blocks before this one

@@ -2,8 +2,9 @@
 // Kineto trace), plain or gzip-compressed, read back into op_events for key_averages() (rules:
 // docs/key-averages.md, "Reading a saved trace").
 //
-// The document is streamed through RapidJSON's SAX reader in 64 KiB blocks: memory holds the
-// events, never the document. Needs rapidjson-dev (headers) and zlib (link -lz), so the
+// The document is streamed through RapidJSON's SAX reader in 64 KiB blocks, and a large
+// traceEvents array in pieces parsed on two threads (report/parallel_parse.hpp): memory holds
+// the events and a piece, never the document. Needs rapidjson-dev (headers) and zlib (link -lz), so the
 // umbrella header strata/strata.hpp does not include it.
 #pragma once
 
@@ -24,6 +25,7 @@
 #include "strata/profiler_config.hpp"
 #include "strata/record.hpp"
 #include "report/gzip_input.hpp"
+#include "report/parallel_parse.hpp"
 #include "report/rapidjson_reader.hpp"
 #include "report/trace_events.hpp"
 #include "report/trace_input.hpp"
@@ -55,19 +57,26 @@ inline std::string_view json_error_text(rapidjson::ParseErrorCode code) noexcept
   }
 }
 
-/// One pass of the parser over `source`; `kineto` fixes the format (see trace_builder).
+/// One pass of the parser over `source`; `kineto` fixes the format (see trace_builder). With
+/// `split`, a large traceEvents array is parsed on several threads (report/parallel_parse.hpp);
+/// nothing is returned when that was done and the parse failed anywhere: the caller parses
+/// again without, for the serial parse's own error. Raises the error otherwise.
 template <class Source>
-trace_builder parse_trace(Source& source, const std::string& name, std::optional<bool> kineto,
-                          read_options options = {}) {
+std::optional<trace_builder> parse_trace(Source& source, const std::string& name, std::optional<bool> kineto,
+                                         read_options options = {}, const split_options* split = nullptr) {
   json_input<Source> in(source);
   trace_builder builder(name, kineto, options);
+  std::optional<piece_reader<Source>> pieces;
+  if (split != nullptr) builder.set_events_hook(&pieces.emplace(in, *split));
   rapidjson::Reader reader;
   // Numbers as their text (exact nanoseconds) and strings that must be UTF-8. The parser
   // recurses once per nesting level, but the builder stops it past max_json_depth, before it
   // goes deeper, so a hostile document cannot exhaust the stack (and the recursive parser is a
   // fifth quicker than RapidJSON's iterative one).
-  constexpr unsigned flags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag;
-  const rapidjson::ParseResult result = reader.Parse<flags>(in, builder);
+  const rapidjson::ParseResult result = reader.Parse<trace_parse_flags>(in, builder);
+  builder.set_events_hook(nullptr);
+  const bool failed = !source.failure().empty() || builder.too_deep() || !builder.failure().empty() || result.IsError();
+  if (failed && pieces && pieces->used()) return std::nullopt;
   if (!source.failure().empty()) throw error("cannot read trace " + name + ": " + source.failure());
   if (builder.too_deep())
     throw error("trace " + name + " is not a trace: values nest more than " +
@@ -80,14 +89,21 @@ trace_builder parse_trace(Source& source, const std::string& name, std::optional
 }
 
 /// Parses what `open()` gives; opens it once more in the rare document whose format is told
-/// only after its events.
+/// only after its events, and once more when a parse on several threads (`split`) failed.
 template <class Open>
-saved_trace read_trace_from(Open open, const std::string& name, read_options options = {}) {
-  auto first_source = open();
-  trace_builder first = parse_trace(first_source, name, std::nullopt, options);
+saved_trace read_trace_from(Open open, const std::string& name, read_options options = {},
+                            const split_options* split = nullptr) {
+  const auto pass = [&](std::optional<bool> kineto) {
+    if (split != nullptr) {
+      auto source = open();
+      if (std::optional<trace_builder> b = parse_trace(source, name, kineto, options, split)) return std::move(*b);
+    }
+    auto source = open();
+    return *parse_trace(source, name, kineto, options);
+  };
+  trace_builder first = pass(std::nullopt);
   if (!first.needs_second_pass()) return first.finish();
-  auto second_source = open();
-  return parse_trace(second_source, name, first.final_kineto(), options).finish();
+  return pass(first.final_kineto()).finish();
 }
 
 }  // namespace detail
@@ -109,7 +125,9 @@ inline saved_trace read_trace(std::istream& in, const std::string& source = "<st
 /// Reads the trace.json at `path` (strata's, or torch.profiler's Kineto trace), plain or
 /// gzip-compressed (recognised by gzip's magic bytes, whatever the name): its complete (`X`)
 /// events, and `B`/`E` pairs, as op_events. Raises `strata::error` naming the file when it
-/// cannot be read, is not valid JSON or has no traceEvents array.
+/// cannot be read, is not valid JSON or has no traceEvents array. A trace whose events run
+/// past 4 MiB is parsed on two threads (this one and a helper), with the result and errors
+/// of one.
 ///
 /// **Example**
 /// ```
@@ -118,8 +136,9 @@ inline saved_trace read_trace(std::istream& in, const std::string& source = "<st
 /// ```
 inline saved_trace read_trace(const std::filesystem::path& path, read_options options = {}) {
   const std::string source = "'" + path.string() + "'";
+  const detail::split_options split;
   return detail::parse_trace_file(path, source,
-                                  [&](auto open) { return detail::read_trace_from(open, source, options); });
+                                  [&](auto open) { return detail::read_trace_from(open, source, options, &split); });
 }
 
 /// key_averages() of a saved trace, labelled with its device name and lost-record count. The

@@ -339,19 +339,27 @@ inline averages key_averages(std::span<const op_event> events, std::span<const m
   out.device_name = opt.device_name;
   out.profile_memory = opt.profile_memory;
   out.with_flops = opt.with_flops;
-  std::unordered_map<std::string, std::size_t> row_of;
+  // A row's key views the names of its events (they outlive this call): no string is built
+  // per event. A device event never shares a row with a host op.
+  struct row_key {
+    std::string_view name, shapes;
+    bool device;
+    bool operator==(const row_key&) const = default;
+  };
+  struct row_key_hash {
+    std::size_t operator()(const row_key& k) const noexcept {
+      const std::hash<std::string_view> h;
+      return h(k.name) ^ (h(k.shapes) * 31) ^ static_cast<std::size_t>(k.device);
+    }
+  };
+  std::unordered_map<row_key, std::size_t, row_key_hash> row_of;
   std::vector<std::int64_t> first_begin;  // of each row's first event
   for (std::size_t i : order) {
     if (!nodes[i].alive) continue;
     const op_event& e = events[i];
-    std::string key(detail::row_name(e.name));
-    key += '\0';
-    key += is_device(i) ? 'd' : 'h';  // a device event never shares a row with a host op
-    if (opt.group_by_input_shape) {
-      key += '\0';
-      key += e.input_shapes;
-    }
-    auto [it, fresh] = row_of.try_emplace(std::move(key), out.rows.size());
+    const row_key key{detail::row_name(e.name), opt.group_by_input_shape ? std::string_view(e.input_shapes) : std::string_view(),
+                      is_device(i)};
+    auto [it, fresh] = row_of.try_emplace(key, out.rows.size());
     if (fresh) {
       average_row r;
       r.name = detail::row_name(e.name);
