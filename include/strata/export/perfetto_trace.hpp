@@ -14,7 +14,8 @@
 //   sequence 2 + i: the events of data.threads[i], oldest first
 //     first packet: incremental state cleared, defaults (this track, clock 64), a clock
 //       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock),
-//       with CLOCK_REALTIME at the same instant when the session's wall-clock base is known
+//       with CLOCK_BOOTTIME and CLOCK_REALTIME at the same instant (when the session knows
+//       them: every clock trace_processor meets must be related to the trace clock)
 //     then one packet per event: a timestamp delta in ns and a TrackEvent whose name,
 //       category and argument names are interned on the sequence the first time they occur
 //
@@ -183,9 +184,11 @@ inline constexpr std::uint32_t snapshot_primary_trace_clock = 2;
 inline constexpr std::uint32_t clock_id = 1;
 inline constexpr std::uint32_t clock_timestamp = 2;
 inline constexpr std::uint32_t clock_is_incremental = 3;
-// common/builtin_clock.proto: BUILTIN_CLOCK_MONOTONIC; clock ids 64-127 are the sequence's own.
+// common/builtin_clock.proto; clock ids 64-127 are the sequence's own.
 inline constexpr std::uint64_t builtin_clock_realtime = 1;
 inline constexpr std::uint64_t builtin_clock_monotonic = 3;
+inline constexpr std::uint64_t builtin_clock_boottime = 6;
+inline constexpr std::uint64_t builtin_clock_trace_file = 11;  // the file's own timeline
 inline constexpr std::uint64_t sequence_clock = 64;
 // track_event/track_descriptor.proto: message TrackDescriptor
 inline constexpr std::uint32_t track_uuid = 1;
@@ -771,28 +774,37 @@ class track_writer {
 
  private:
   // The sequence's first packet: fresh incremental state, this track and clock 64 as defaults,
-  // and clock 64 anchored at `t0` on CLOCK_MONOTONIC, which is made the trace's clock (the
-  // steady_clock strata timestamps with, so times match the JSON trace's).
+  // and a clock snapshot at `t0` relating clock 64 to the trace's clock.
+  //
+  // trace_processor (clock_tracker.cc) takes BOOTTIME as every proto file's own clock and, at
+  // the first timestamp it converts, drops it with the error
+  // `clock_sync_unrelatable_clock_domains` unless a snapshot relates BOOTTIME to the trace
+  // clock or the trace clock is the file's own (TRACE_FILE). So: with the session's BOOTTIME
+  // known, the snapshot holds 64, MONOTONIC (steady_clock, the trace clock, so times are the
+  // JSON's), BOOTTIME and REALTIME; without it, TRACE_FILE is the trace clock instead of
+  // MONOTONIC, which claims no relation to BOOTTIME that the session never measured.
   void start(std::int64_t t0) {
     started_ = true;
     last_ = std::max<std::int64_t>(t0, 0);
-    proto::message defaults, event_defaults, snapshot, incremental, monotonic, packet;
+    const auto at = static_cast<std::uint64_t>(last_);
+    proto::message defaults, event_defaults, snapshot, packet;
     event_defaults.varint(track_event_defaults_track_uuid, uuid_);
     defaults.varint(defaults_timestamp_clock_id, sequence_clock).nested(defaults_track_event, event_defaults);
-    incremental.varint(clock_id, sequence_clock)
-        .varint(clock_timestamp, static_cast<std::uint64_t>(last_))
-        .varint(clock_is_incremental, 1);
-    monotonic.varint(clock_id, builtin_clock_monotonic).varint(clock_timestamp, static_cast<std::uint64_t>(last_));
-    snapshot.nested(snapshot_clocks, incremental).nested(snapshot_clocks, monotonic);
-    if (data_.base_time_ns != 0) {
-      // The wall clock at the same instant (JSON's baseTimeNanoseconds): what lines up the
-      // traces of several ranks or hosts.
-      proto::message realtime;
-      realtime.varint(clock_id, builtin_clock_realtime)
-          .varint(clock_timestamp, static_cast<std::uint64_t>(last_ + data_.base_time_ns));
-      snapshot.nested(snapshot_clocks, realtime);
-    }
-    snapshot.varint(snapshot_primary_trace_clock, builtin_clock_monotonic);
+    const auto clock = [&](std::uint64_t id, std::uint64_t value, bool incremental = false) {
+      proto::message c;
+      c.varint(clock_id, id).varint(clock_timestamp, value);
+      if (incremental) c.varint(clock_is_incremental, 1);
+      snapshot.nested(snapshot_clocks, c);
+    };
+    const std::uint64_t trace_clock = data_.boot_time_ns ? builtin_clock_monotonic : builtin_clock_trace_file;
+    clock(sequence_clock, at, true);
+    if (trace_clock == builtin_clock_trace_file) clock(builtin_clock_trace_file, at);
+    clock(builtin_clock_monotonic, at);
+    if (data_.boot_time_ns) clock(builtin_clock_boottime, static_cast<std::uint64_t>(last_ + *data_.boot_time_ns));
+    // The wall clock at the same instant (JSON's baseTimeNanoseconds): what lines up the
+    // traces of several ranks or hosts.
+    if (data_.base_time_ns != 0) clock(builtin_clock_realtime, static_cast<std::uint64_t>(last_ + data_.base_time_ns));
+    snapshot.varint(snapshot_primary_trace_clock, trace_clock);
     packet.varint(packet_sequence_id, sequence_)
         .varint(packet_sequence_flags, seq_incremental_state_cleared)
         .nested(packet_defaults, defaults)
