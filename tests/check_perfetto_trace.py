@@ -372,8 +372,15 @@ def event_view(ts, ef, interned):
     value = one(ef, 30)
     value = signed(value) if value is not None else (double(one(ef, 44)) if one(ef, 44) is not None else None)
     return {"type": one(ef, 9), "ts": ts, "name": name, "cat": cats[0] if len(cats) == 1 else cats,
-            "args": args, "flows": [fixed64(v) for v in many(ef, 47)],
-            "ends": [fixed64(v) for v in many(ef, 48)], "value": value}
+            "args": args, "flows": flow_ids(ef, 47, 36), "ends": flow_ids(ef, 48, 42), "value": value}
+
+
+def flow_ids(ef, new, old):
+    """A TrackEvent's flow ids as trace_processor reads them: the fixed64 field if present, else
+    the varint field of the same meaning (flow_ids_old, terminating_flow_ids_old)."""
+    if many(ef, new):
+        return [fixed64(v) for v in many(ef, new)]
+    return many(ef, old)
 
 
 def slices_of(events, where):

@@ -221,8 +221,11 @@ inline constexpr std::uint32_t event_track_uuid = 11;
 inline constexpr std::uint32_t event_name = 23;
 inline constexpr std::uint32_t event_counter_value = 30;
 inline constexpr std::uint32_t event_double_counter_value = 44;
-inline constexpr std::uint32_t event_flow_ids = 47;              // repeated fixed64
-inline constexpr std::uint32_t event_terminating_flow_ids = 48;  // repeated fixed64
+// Flow ids as varints: `flow_ids_old` and `terminating_flow_ids_old`, which trace_processor
+// reads when the fixed64 `flow_ids` (47) and `terminating_flow_ids` (48) are absent
+// (track_event_event_importer.h); strata's ids count from 1, so a varint takes 1-3 bytes, not 8.
+inline constexpr std::uint32_t event_flow_ids = 36;              // repeated uint64
+inline constexpr std::uint32_t event_terminating_flow_ids = 42;  // repeated uint64
 inline constexpr std::uint64_t type_slice_begin = 1;             // enum TrackEvent.Type
 inline constexpr std::uint64_t type_slice_end = 2;
 inline constexpr std::uint64_t type_instant = 3;
@@ -563,9 +566,9 @@ class site_events {
     proto::message m;
     m.varint(event_type, type_of[static_cast<int>(s.kind)]);
     if (s.kind == record_kind::counter) {
-      // A counter's name is its track's; the event carries only the value.
+      // A counter's name is its track's, and trace_processor keeps no category for a counter
+      // sample: the event carries only the value (and its track).
       e.counter_name = valid_utf8(name);
-      m.varint(event_category_iids, e.category_iid);
     } else {
       m.varint(event_name_iid, e.name_iid).varint(event_category_iids, e.category_iid);
       if (s.args_json != nullptr && *s.args_json != '\0') {
@@ -824,7 +827,7 @@ class track_writer {
       tail += e.fields;
       e.tail = padded_bytes(tail);
       if (e.kind != record_kind::counter) names_.send(interner::event_name, e.name_iid, sequence_, interned_);
-      names_.send(interner::category, e.category_iid, sequence_, interned_);
+      if (e.kind != record_kind::counter) names_.send(interner::category, e.category_iid, sequence_, interned_);
       for (std::uint64_t iid : e.annotation_iids) names_.send(interner::annotation_name, iid, sequence_, interned_);
     }
     if (with_correlation && !correlation_sent_) {
@@ -891,7 +894,8 @@ class track_writer {
     const flow_marks::mark* const flows_begin = next_flow_;
     while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
     const flow_marks::mark* const flows_end = next_flow_;
-    const auto flow_size = static_cast<std::size_t>(flows_end - flows_begin) * 10;  // 2-byte key + fixed64
+    std::size_t flow_size = 0;
+    for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
     const std::size_t event_size = e.fields.size() + correlation_size + flow_size;
     const std::uint64_t delta = advance(t);
     const std::size_t size = packet_size(delta, interned, event_size);
@@ -908,8 +912,8 @@ class track_writer {
       p = proto::put_varint(p, correlation_id);
     }
     for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
-      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::fixed64));
-      p = proto::put_fixed64(p, f->id);
+      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
+      p = proto::put_varint(p, f->id);
     }
     out_.commit(p);
   }
