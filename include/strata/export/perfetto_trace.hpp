@@ -1,7 +1,7 @@
 // strata/export/perfetto_trace.hpp: a session in Perfetto's native protobuf trace format.
 //
 // The file is a `perfetto.protos.Trace` (a sequence of `TracePacket`s), which Perfetto UI,
-// trace_processor (SQL) and `traceconv` read directly. About a fifth of the JSON's bytes (26
+// trace_processor (SQL) and `traceconv` read directly. About a sixth of the JSON's bytes (25
 // against 146 per record in bench_export's mix), written faster; docs/trace-format.md has the
 // layout.
 //
@@ -1006,7 +1006,7 @@ class track_writer {
 /// gzip-compressed, which trace_processor and Perfetto UI open as they are. Raises
 /// `strata::error` when the file cannot be written.
 ///
-/// Holds what the Chrome JSON trace holds, in about a fifth of the bytes: named process,
+/// Holds what the Chrome JSON trace holds, in about a sixth of the bytes: named process,
 /// thread and device tracks (each NeuronCore a process whose engines are ordered tracks),
 /// nested slices, instants, counter tracks, the correlation flows, arguments as debug
 /// annotations and lost-record counts. `export_result::events` counts packets.
