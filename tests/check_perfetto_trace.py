@@ -14,6 +14,13 @@ plain files' exact bytes. device mode also checks that a NeuronCore shows every 
 in a fixed order, used or not; steps mode that a thread's steps are a thread track of their own;
 memory mode that memory events are counter tracks per device (Kineto's [memory] instants are
 JSON only) with the totals worked out by hand.
+
+Timestamps are converted to trace time the way trace_processor v58 does (class Clocks below:
+src/trace_processor/importers/common/clock_tracker.cc, util/clock_synchronizer.cc,
+importers/proto/proto_trace_reader.cc), and every clock a packet uses must be related to the
+trace clock by ClockSnapshots: the clock of a packet's timestamp, and BOOTTIME, which
+trace_processor takes as every proto file's own clock (otherwise it reports
+clock_sync_unrelatable_clock_domains, or drops the events).
 """
 import decimal
 import gzip
@@ -105,10 +112,132 @@ class Decoded:
         self.root = None
 
 
+BOOTTIME, MONOTONIC, TRACE_FILE = 6, 3, 11
+
+
+class Clocks:
+    """trace_processor v58's clock rules for a proto trace.
+
+    - The trace clock starts as TRACE_FILE (the file's own timeline); a ClockSnapshot's
+      primary_trace_clock sets it (and the default clock of packets that name none); a snapshot
+      without one that holds BOOTTIME and not TRACE_FILE makes it BOOTTIME. It cannot change
+      once a timestamp was converted.
+    - A snapshot relates every pair of its clocks; clocks 64-127 are the sequence's own; only
+      those may be incremental; the trace clock must not go back between snapshots of the same
+      clocks; a clock that goes back stops being a source of conversions.
+    - A packet's timestamp is on its timestamp_clock_id, else its sequence's defaults', else the
+      default clock, else it is trace time already. Converting it needs a path of at most 4
+      snapshots from its clock to the trace clock: otherwise the packet is dropped.
+    - A proto file's own clock is BOOTTIME: at the first conversion BOOTTIME must be the trace
+      clock or related to it, unless the trace clock is TRACE_FILE (then trace_processor
+      assumes them aligned); otherwise clock_sync_unrelatable_clock_domains.
+    """
+
+    def __init__(self):
+        self.trace_clock = TRACE_FILE
+        self.default_clock = None
+        self.converted = False
+        self.edges = defaultdict(set)   # node -> {(node, snapshot key)}
+        self.series = defaultdict(list)  # snapshot key -> [{node: ns}]
+        self.incremental = {}           # node -> True/False
+        self.last = {}                  # incremental node -> ns
+        self.non_monotonic = set()
+
+    @staticmethod
+    def node(clock, seq):
+        return (clock, seq if 64 <= clock < 128 else 0)
+
+    def snapshot(self, seq, clocks, primary):
+        if primary:
+            if self.converted and primary != self.trace_clock:
+                fail(f"sequence {seq}: a ClockSnapshot sets the trace clock to {primary} after timestamps were "
+                     f"converted on clock {self.trace_clock} (trace_processor keeps the old one)")
+            elif not self.converted:
+                self.trace_clock = self.default_clock = primary
+        elif any(c == BOOTTIME for c, *_ in clocks) and not any(c == TRACE_FILE for c, *_ in clocks):
+            if not self.converted:
+                self.trace_clock = self.default_clock = BOOTTIME
+        values = {}
+        for clock, ts, incremental in clocks:
+            n = self.node(clock, seq)
+            if n in values:
+                fail(f"sequence {seq}: clock {clock} twice in one ClockSnapshot (invalid_clock_snapshots)")
+                return
+            if incremental and not 64 <= clock < 128:
+                fail(f"sequence {seq}: builtin clock {clock} marked incremental (invalid_clock_snapshots)")
+                return
+            if self.incremental.setdefault(n, incremental) != incremental:
+                fail(f"sequence {seq}: clock {clock} changes is_incremental (invalid_clock_snapshots)")
+                return
+            values[n] = ts
+        key = frozenset(values)
+        if self.series[key]:
+            previous = self.series[key][-1]
+            for n, ts in values.items():
+                if ts < previous[n]:
+                    if n[0] == self.trace_clock and n[1] == 0:
+                        fail(f"sequence {seq}: the trace clock {n[0]} goes back between snapshots (invalid_clock_snapshots)")
+                        return
+                    self.non_monotonic.add(n)
+                    self.edges[n] = set()
+        self.series[key].append(values)
+        for n in values:
+            if n in self.incremental and self.incremental[n]:
+                self.last[n] = values[n]
+            for m in values:
+                if m != n and n not in self.non_monotonic:
+                    self.edges[n].add((m, key))
+
+    def path(self, src, dst):
+        """The snapshot hops from src to dst (breadth first, at most 4), or None."""
+        if src == dst:
+            return []
+        queue = [(src, [])]
+        while queue:
+            n, hops = queue.pop(0)
+            if len(hops) >= 4:
+                continue
+            for m, key in sorted(self.edges[n], key=repr):
+                if m == dst:
+                    return hops + [(n, m, key)]
+                queue.append((m, hops + [(n, m, key)]))
+        return None
+
+    def convert(self, seq, clock, ts, where):
+        """ts on `clock` as trace time, or None (trace_processor drops the packet)."""
+        target = (self.trace_clock, 0)
+        if not self.converted:
+            self.converted = True
+            # The file's own clock, bridged to trace time at the first conversion.
+            if self.trace_clock not in (BOOTTIME, TRACE_FILE) and self.path((BOOTTIME, 0), target) is None:
+                fail(f"clock_sync_unrelatable_clock_domains: no ClockSnapshot relates BOOTTIME ({BOOTTIME}), "
+                     f"the proto file's own clock, to the trace clock {self.trace_clock}")
+        n = self.node(clock, seq)
+        if self.incremental.get(n):
+            self.last[n] += ts
+            ns = self.last[n]
+        else:
+            ns = ts
+        hops = self.path(n, target)
+        if hops is None:
+            fail(f"{where}: clock {clock} is related to the trace clock {self.trace_clock} by no ClockSnapshot "
+                 f"(clock_sync_failure): trace_processor drops the packet")
+            return None
+        for a, b, key in hops:
+            series = self.series[key]
+            pick = series[0]
+            for values in series:
+                if values[a] <= ns:
+                    pick = values
+            ns += pick[b] - pick[a]
+        return ns
+
+
 def decode(raw):
     """Trace (trace.proto) -> tracks and events with absolute timestamps."""
     d = Decoded()
-    sequences = {}  # id -> {"interned": {table: {iid: name}}, "track": uuid, "clock": id, "last": ts}
+    d.clocks = clocks = Clocks()
+    sequences = {}  # id -> {"interned": {table: {iid: name}}, "track": uuid, "clock": id}
     for f, wire, packet in fields(raw):
         if f != 1 or wire != 2:
             raise ValueError(f"Trace holds field {f}, expected only packets (1)")
@@ -139,7 +268,7 @@ def decode(raw):
             continue
         flags = one(p, 13, 0)                              # sequence_flags
         if flags & 1:                                      # SEQ_INCREMENTAL_STATE_CLEARED
-            sequences[seq] = {"interned": defaultdict(dict), "track": None, "clock": None, "last": None}
+            sequences[seq] = {"interned": defaultdict(dict), "track": None, "clock": None}
         state = sequences.get(seq)
         if state is None:
             fail(f"sequence {seq} used before its incremental state was cleared")
@@ -162,27 +291,33 @@ def decode(raw):
         snapshot = one(p, 6)                               # clock_snapshot
         if snapshot is not None:
             sf = fields(snapshot)
-            if one(sf, 2) != 3:
-                fail("the clock snapshot does not make CLOCK_MONOTONIC (3) the trace clock")
-            clocks = {}
+            clock_list = []
             for c in many(sf, 1):
                 cf = fields(c)
-                clocks[one(cf, 1)] = (one(cf, 2), bool(one(cf, 3, 0)))
-            if clocks.get(64, (None, False))[1] is not True or 3 not in clocks or clocks[64][0] != clocks[3][0]:
-                fail(f"sequence {seq}: clock 64 is not an incremental clock anchored on CLOCK_MONOTONIC: {clocks}")
-            state["last"] = clocks[64][0] if 64 in clocks else None
+                if one(cf, 4, 1) != 1:
+                    fail(f"sequence {seq}: clock {one(cf, 1)} has a unit other than ns")
+                clock_list.append((one(cf, 1), one(cf, 2, 0), bool(one(cf, 3, 0))))
+            if not any(c == 64 and incremental for c, _, incremental in clock_list):
+                fail(f"sequence {seq}: clock 64 is not an incremental clock of the snapshot: {clock_list}")
+            clocks.snapshot(seq, clock_list, one(sf, 2))
             continue
         event = one(p, 11)                                 # track_event
         if event is None:
             fail(f"sequence {seq}: a packet with neither track event nor descriptor nor snapshot")
             continue
-        if state["clock"] != 64 or state["last"] is None or one(p, 58) is not None:
+        if state["clock"] != 64 or one(p, 58) is not None:
             fail(f"sequence {seq}: an event not timed on the sequence's incremental clock")
             continue
-        state["last"] += one(p, 8, 0)                      # timestamp (a delta on clock 64)
+        ts = one(p, 8)                                     # timestamp (a delta on clock 64)
+        if ts is None:
+            fail(f"sequence {seq}: an event without a timestamp")
+            continue
+        ts = clocks.convert(seq, state["clock"], ts, f"sequence {seq}")
+        if ts is None:
+            continue
         ef = fields(event)
         uuid = one(ef, 11, state["track"])                 # track_uuid, else the default
-        d.events[uuid].append((state["last"], ef, state["interned"]))
+        d.events[uuid].append((ts, ef, state["interned"]))
     return d
 
 
@@ -237,8 +372,15 @@ def event_view(ts, ef, interned):
     value = one(ef, 30)
     value = signed(value) if value is not None else (double(one(ef, 44)) if one(ef, 44) is not None else None)
     return {"type": one(ef, 9), "ts": ts, "name": name, "cat": cats[0] if len(cats) == 1 else cats,
-            "args": args, "flows": [fixed64(v) for v in many(ef, 47)],
-            "ends": [fixed64(v) for v in many(ef, 48)], "value": value}
+            "args": args, "flows": flow_ids(ef, 47, 36), "ends": flow_ids(ef, 48, 42), "value": value}
+
+
+def flow_ids(ef, new, old):
+    """A TrackEvent's flow ids as trace_processor reads them: the fixed64 field if present, else
+    the varint field of the same meaning (flow_ids_old, terminating_flow_ids_old)."""
+    if many(ef, new):
+        return [fixed64(v) for v in many(ef, new)]
+    return many(ef, old)
 
 
 def slices_of(events, where):
@@ -517,6 +659,10 @@ def main():
             fail(f"trace.pftrace does not decode: {e}")
             d = None
         if d is not None:
+            # A profiler's session knows BOOTTIME, so its trace clock is MONOTONIC: steady_clock,
+            # the clock of the JSON's ts.
+            if d.clocks.trace_clock != MONOTONIC and mode != "empty":
+                fail(f"the trace clock is {d.clocks.trace_clock}, expected CLOCK_MONOTONIC ({MONOTONIC})")
             thread_names, slices = compare(trace, d, mode)
             if mode == "hostile":
                 check_hostile(d, check_trace.json.load(open(os.path.join(tmp, "names.json"))))

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,11 @@ struct trace_data {
   /// began: a timestamp plus this is wall time, so traces of several processes or hosts line up
   /// (Kineto's `baseTimeNanoseconds`). 0: not known.
   std::int64_t base_time_ns = 0;
+  /// CLOCK_BOOTTIME nanoseconds at steady_clock nanosecond 0, read when the session began
+  /// (they differ by the time the machine spent suspended): the Perfetto trace relates its
+  /// clock to BOOTTIME, the clock of Perfetto's own system traces, with it. Empty: not known
+  /// (a session built by hand, a crash dump), and the Perfetto trace claims no system clock.
+  std::optional<std::int64_t> boot_time_ns;
   distributed_info distributed;  ///< the rank that recorded it (none: `rank` < 0)
   /// The session recorded memory events (`profiler_config::profile_memory`): the exporters
   /// read them (strata/analysis/memory.hpp) only then.

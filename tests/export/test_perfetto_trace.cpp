@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "strata/export/perfetto_trace.hpp"
@@ -236,4 +237,55 @@ TEST_CASE("perfetto trace: written atomically; an unwritable path raises and lea
   CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
   CHECK_THROWS_AS(strata::write_perfetto_trace(d, dir / "missing" / "t.pftrace"), strata::error);
   CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
+}
+
+namespace perfetto_test {
+
+// The first clock snapshot of a trace: {clock id: (timestamp, incremental)} and the primary
+// trace clock.
+struct snapshot {
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> clocks;
+  std::uint64_t primary = 0;
+};
+
+snapshot first_snapshot(std::string_view trace) {
+  snapshot out;
+  for (const field& p : fields_of(trace)) {
+    const auto pf = fields_of(p.bytes);
+    const field* s = find(pf, 6);
+    if (s == nullptr) continue;
+    for (const field& c : fields_of(s->bytes)) {
+      if (c.number == 2) out.primary = c.value;
+      if (c.number != 1) continue;
+      const auto cf = fields_of(c.bytes);
+      const field* incremental = find(cf, 3);
+      out.clocks.emplace_back(find(cf, 1)->value, find(cf, 2)->value, incremental != nullptr && incremental->value != 0);
+    }
+    return out;
+  }
+  FAIL("no clock snapshot");
+  return out;
+}
+
+}  // namespace perfetto_test
+
+TEST_CASE("perfetto trace: the clock snapshot relates every clock trace_processor uses to the trace clock") {
+  strata_test::temp_dir dir;
+  auto d = session({{1000, 1200, &op_site, 0}});
+  using clock = std::tuple<std::uint64_t, std::uint64_t, bool>;
+  SUBCASE("BOOTTIME known: MONOTONIC is the trace clock, BOOTTIME and REALTIME are related to it") {
+    d.boot_time_ns = 250;           // BOOTTIME = steady ns + 250 (the machine slept 250 ns)
+    d.base_time_ns = 1'000'000'000; // REALTIME = steady ns + 1 s
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const snapshot s = first_snapshot(read_file(dir / "t.pftrace"));
+    CHECK(s.primary == 3);  // BUILTIN_CLOCK_MONOTONIC
+    // Clock 64 (incremental), MONOTONIC, BOOTTIME, REALTIME, all at the first record's 1000 ns.
+    CHECK(s.clocks == std::vector<clock>{{64, 1000, true}, {3, 1000, false}, {6, 1250, false}, {1, 1'000'001'000, false}});
+  }
+  SUBCASE("BOOTTIME not known: the file's own clock (TRACE_FILE) is the trace clock") {
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const snapshot s = first_snapshot(read_file(dir / "t.pftrace"));
+    CHECK(s.primary == 11);  // BUILTIN_CLOCK_TRACE_FILE: trace_processor then assumes BOOTTIME aligned
+    CHECK(s.clocks == std::vector<clock>{{64, 1000, true}, {11, 1000, false}, {3, 1000, false}});
+  }
 }

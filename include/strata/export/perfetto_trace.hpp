@@ -1,7 +1,7 @@
 // strata/export/perfetto_trace.hpp: a session in Perfetto's native protobuf trace format.
 //
 // The file is a `perfetto.protos.Trace` (a sequence of `TracePacket`s), which Perfetto UI,
-// trace_processor (SQL) and `traceconv` read directly. About a fifth of the JSON's bytes (26
+// trace_processor (SQL) and `traceconv` read directly. About a sixth of the JSON's bytes (25
 // against 146 per record in bench_export's mix), written faster; docs/trace-format.md has the
 // layout.
 //
@@ -14,7 +14,8 @@
 //   sequence 2 + i: the events of data.threads[i], oldest first
 //     first packet: incremental state cleared, defaults (this track, clock 64), a clock
 //       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock),
-//       with CLOCK_REALTIME at the same instant when the session's wall-clock base is known
+//       with CLOCK_BOOTTIME and CLOCK_REALTIME at the same instant (when the session knows
+//       them: every clock trace_processor meets must be related to the trace clock)
 //     then one packet per event: a timestamp delta in ns and a TrackEvent whose name,
 //       category and argument names are interned on the sequence the first time they occur
 //
@@ -183,9 +184,11 @@ inline constexpr std::uint32_t snapshot_primary_trace_clock = 2;
 inline constexpr std::uint32_t clock_id = 1;
 inline constexpr std::uint32_t clock_timestamp = 2;
 inline constexpr std::uint32_t clock_is_incremental = 3;
-// common/builtin_clock.proto: BUILTIN_CLOCK_MONOTONIC; clock ids 64-127 are the sequence's own.
+// common/builtin_clock.proto; clock ids 64-127 are the sequence's own.
 inline constexpr std::uint64_t builtin_clock_realtime = 1;
 inline constexpr std::uint64_t builtin_clock_monotonic = 3;
+inline constexpr std::uint64_t builtin_clock_boottime = 6;
+inline constexpr std::uint64_t builtin_clock_trace_file = 11;  // the file's own timeline
 inline constexpr std::uint64_t sequence_clock = 64;
 // track_event/track_descriptor.proto: message TrackDescriptor
 inline constexpr std::uint32_t track_uuid = 1;
@@ -218,8 +221,11 @@ inline constexpr std::uint32_t event_track_uuid = 11;
 inline constexpr std::uint32_t event_name = 23;
 inline constexpr std::uint32_t event_counter_value = 30;
 inline constexpr std::uint32_t event_double_counter_value = 44;
-inline constexpr std::uint32_t event_flow_ids = 47;              // repeated fixed64
-inline constexpr std::uint32_t event_terminating_flow_ids = 48;  // repeated fixed64
+// Flow ids as varints: `flow_ids_old` and `terminating_flow_ids_old`, which trace_processor
+// reads when the fixed64 `flow_ids` (47) and `terminating_flow_ids` (48) are absent
+// (track_event_event_importer.h); strata's ids count from 1, so a varint takes 1-3 bytes, not 8.
+inline constexpr std::uint32_t event_flow_ids = 36;              // repeated uint64
+inline constexpr std::uint32_t event_terminating_flow_ids = 42;  // repeated uint64
 inline constexpr std::uint64_t type_slice_begin = 1;             // enum TrackEvent.Type
 inline constexpr std::uint64_t type_slice_end = 2;
 inline constexpr std::uint64_t type_instant = 3;
@@ -560,9 +566,9 @@ class site_events {
     proto::message m;
     m.varint(event_type, type_of[static_cast<int>(s.kind)]);
     if (s.kind == record_kind::counter) {
-      // A counter's name is its track's; the event carries only the value.
+      // A counter's name is its track's, and trace_processor keeps no category for a counter
+      // sample: the event carries only the value (and its track).
       e.counter_name = valid_utf8(name);
-      m.varint(event_category_iids, e.category_iid);
     } else {
       m.varint(event_name_iid, e.name_iid).varint(event_category_iids, e.category_iid);
       if (s.args_json != nullptr && *s.args_json != '\0') {
@@ -771,28 +777,37 @@ class track_writer {
 
  private:
   // The sequence's first packet: fresh incremental state, this track and clock 64 as defaults,
-  // and clock 64 anchored at `t0` on CLOCK_MONOTONIC, which is made the trace's clock (the
-  // steady_clock strata timestamps with, so times match the JSON trace's).
+  // and a clock snapshot at `t0` relating clock 64 to the trace's clock.
+  //
+  // trace_processor (clock_tracker.cc) takes BOOTTIME as every proto file's own clock and, at
+  // the first timestamp it converts, drops it with the error
+  // `clock_sync_unrelatable_clock_domains` unless a snapshot relates BOOTTIME to the trace
+  // clock or the trace clock is the file's own (TRACE_FILE). So: with the session's BOOTTIME
+  // known, the snapshot holds 64, MONOTONIC (steady_clock, the trace clock, so times are the
+  // JSON's), BOOTTIME and REALTIME; without it, TRACE_FILE is the trace clock instead of
+  // MONOTONIC, which claims no relation to BOOTTIME that the session never measured.
   void start(std::int64_t t0) {
     started_ = true;
     last_ = std::max<std::int64_t>(t0, 0);
-    proto::message defaults, event_defaults, snapshot, incremental, monotonic, packet;
+    const auto at = static_cast<std::uint64_t>(last_);
+    proto::message defaults, event_defaults, snapshot, packet;
     event_defaults.varint(track_event_defaults_track_uuid, uuid_);
     defaults.varint(defaults_timestamp_clock_id, sequence_clock).nested(defaults_track_event, event_defaults);
-    incremental.varint(clock_id, sequence_clock)
-        .varint(clock_timestamp, static_cast<std::uint64_t>(last_))
-        .varint(clock_is_incremental, 1);
-    monotonic.varint(clock_id, builtin_clock_monotonic).varint(clock_timestamp, static_cast<std::uint64_t>(last_));
-    snapshot.nested(snapshot_clocks, incremental).nested(snapshot_clocks, monotonic);
-    if (data_.base_time_ns != 0) {
-      // The wall clock at the same instant (JSON's baseTimeNanoseconds): what lines up the
-      // traces of several ranks or hosts.
-      proto::message realtime;
-      realtime.varint(clock_id, builtin_clock_realtime)
-          .varint(clock_timestamp, static_cast<std::uint64_t>(last_ + data_.base_time_ns));
-      snapshot.nested(snapshot_clocks, realtime);
-    }
-    snapshot.varint(snapshot_primary_trace_clock, builtin_clock_monotonic);
+    const auto clock = [&](std::uint64_t id, std::uint64_t value, bool incremental = false) {
+      proto::message c;
+      c.varint(clock_id, id).varint(clock_timestamp, value);
+      if (incremental) c.varint(clock_is_incremental, 1);
+      snapshot.nested(snapshot_clocks, c);
+    };
+    const std::uint64_t trace_clock = data_.boot_time_ns ? builtin_clock_monotonic : builtin_clock_trace_file;
+    clock(sequence_clock, at, true);
+    if (trace_clock == builtin_clock_trace_file) clock(builtin_clock_trace_file, at);
+    clock(builtin_clock_monotonic, at);
+    if (data_.boot_time_ns) clock(builtin_clock_boottime, static_cast<std::uint64_t>(last_ + *data_.boot_time_ns));
+    // The wall clock at the same instant (JSON's baseTimeNanoseconds): what lines up the
+    // traces of several ranks or hosts.
+    if (data_.base_time_ns != 0) clock(builtin_clock_realtime, static_cast<std::uint64_t>(last_ + data_.base_time_ns));
+    snapshot.varint(snapshot_primary_trace_clock, trace_clock);
     packet.varint(packet_sequence_id, sequence_)
         .varint(packet_sequence_flags, seq_incremental_state_cleared)
         .nested(packet_defaults, defaults)
@@ -812,7 +827,7 @@ class track_writer {
       tail += e.fields;
       e.tail = padded_bytes(tail);
       if (e.kind != record_kind::counter) names_.send(interner::event_name, e.name_iid, sequence_, interned_);
-      names_.send(interner::category, e.category_iid, sequence_, interned_);
+      if (e.kind != record_kind::counter) names_.send(interner::category, e.category_iid, sequence_, interned_);
       for (std::uint64_t iid : e.annotation_iids) names_.send(interner::annotation_name, iid, sequence_, interned_);
     }
     if (with_correlation && !correlation_sent_) {
@@ -879,7 +894,8 @@ class track_writer {
     const flow_marks::mark* const flows_begin = next_flow_;
     while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
     const flow_marks::mark* const flows_end = next_flow_;
-    const auto flow_size = static_cast<std::size_t>(flows_end - flows_begin) * 10;  // 2-byte key + fixed64
+    std::size_t flow_size = 0;
+    for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
     const std::size_t event_size = e.fields.size() + correlation_size + flow_size;
     const std::uint64_t delta = advance(t);
     const std::size_t size = packet_size(delta, interned, event_size);
@@ -896,8 +912,8 @@ class track_writer {
       p = proto::put_varint(p, correlation_id);
     }
     for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
-      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::fixed64));
-      p = proto::put_fixed64(p, f->id);
+      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
+      p = proto::put_varint(p, f->id);
     }
     out_.commit(p);
   }
@@ -990,7 +1006,7 @@ class track_writer {
 /// gzip-compressed, which trace_processor and Perfetto UI open as they are. Raises
 /// `strata::error` when the file cannot be written.
 ///
-/// Holds what the Chrome JSON trace holds, in about a fifth of the bytes: named process,
+/// Holds what the Chrome JSON trace holds, in about a sixth of the bytes: named process,
 /// thread and device tracks (each NeuronCore a process whose engines are ordered tracks),
 /// nested slices, instants, counter tracks, the correlation flows, arguments as debug
 /// annotations and lost-record counts. `export_result::events` counts packets.

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -315,6 +316,27 @@ inline std::int64_t wall_minus_steady_ns() noexcept {
     }
   }
   return offset;
+}
+
+/// CLOCK_BOOTTIME nanoseconds at steady_clock (CLOCK_MONOTONIC) nanosecond 0, read the same
+/// way; empty where the system has no CLOCK_BOOTTIME.
+inline std::optional<std::int64_t> boot_minus_steady_ns() noexcept {
+#ifdef CLOCK_BOOTTIME
+  std::int64_t best_gap = -1, offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::int64_t before = steady_now_ns();
+    timespec ts{};
+    if (::clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return std::nullopt;
+    const std::int64_t after = steady_now_ns();
+    if (best_gap < 0 || after - before < best_gap) {
+      best_gap = after - before;
+      offset = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec - (before + (after - before) / 2);
+    }
+  }
+  return offset;
+#else
+  return std::nullopt;
+#endif
 }
 
 }  // namespace detail
@@ -646,6 +668,7 @@ struct profiler::session {
     if (config_.overflow == overflow_policy::lossless) recording_data_.memory.limit = config_.memory_limit;
     recording_data_.clock = clock_calibration::begin();
     recording_data_.base_time_ns = detail::wall_minus_steady_ns();
+    recording_data_.boot_time_ns = detail::boot_minus_steady_ns();
     recording_data_.distributed = config_.distributed;
     if (marks_steps()) recording_data_.step_sites = std::make_shared<detail::site_pool>();
     recording_data_.start_ticks = clock::now();
