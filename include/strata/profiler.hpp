@@ -160,7 +160,7 @@ class profiler {
   export_result export_chrome_trace(const std::string& path = {});
 
   /// Writes the last collected window in Perfetto's native protobuf format to `path` (default:
-  /// `output_dir/trace.pftrace`), atomically; about a fifth of the JSON trace's bytes, for big
+  /// `output_dir/trace.pftrace`), atomically; about a sixth of the JSON trace's bytes, for big
   /// traces and trace_processor (docs/trace-format.md). The name ends in `.pftrace`, or in
   /// `.pftrace.gz` to write it gzip-compressed. Raises `strata::error` while a window is
   /// recording.
