@@ -28,6 +28,7 @@
 
 #include "strata/analysis/job_analysis.hpp"
 #include "strata/error.hpp"
+#include "report/for_each_file.hpp"
 #include "report/gzip_input.hpp"
 #include "report/rapidjson_reader.hpp"
 #include "report/trace_events.hpp"
@@ -375,35 +376,11 @@ namespace detail {
 /// at a time. The first failure in the order given is raised.
 inline std::vector<rank_analysis> analyze_files(std::span<const std::filesystem::path> files,
                                                 const analysis_options& opt, unsigned threads) {
-  std::vector<rank_analysis> out(files.size());
-  std::vector<std::exception_ptr> failures(files.size());
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  const auto work = [&] {
-    for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < files.size();) {
-      try {
-        out[i] = analyze_rank(read_rank_model(files[i]), opt);
-        out[i].source = files[i].string();
-      } catch (...) {
-        failures[i] = std::current_exception();
-        failed.store(true, std::memory_order_relaxed);
-      }
-    }
-  };
-  const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u), files.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < helpers; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
-  return out;
+  return for_each_file<rank_analysis>(files, threads, [&](const std::filesystem::path& file) {
+    rank_analysis r = analyze_rank(read_rank_model(file), opt);
+    r.source = file.string();
+    return r;
+  });
 }
 
 /// The ranks of one job (check_one_job), sorted by rank; a rank without device kernels is said

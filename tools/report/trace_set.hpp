@@ -20,6 +20,7 @@
 #include "strata/analysis/averages.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/error.hpp"
+#include "report/for_each_file.hpp"
 #include "report/trace_reader.hpp"
 
 namespace strata {
@@ -69,35 +70,10 @@ struct trace_summary {
 inline std::vector<trace_summary> key_averages_of_files(std::span<const std::filesystem::path> files,
                                                          const key_averages_options& options = {},
                                                          unsigned threads = 2) {
-  std::vector<trace_summary> out(files.size());
-  std::vector<std::exception_ptr> failures(files.size());
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  const auto work = [&] {
-    for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < files.size();) {
-      try {
-        const saved_trace t = read_trace(files[i]);
-        out[i] = {files[i], key_averages(t, options), t.skipped, t.rank};
-      } catch (...) {
-        failures[i] = std::current_exception();
-        failed.store(true, std::memory_order_relaxed);
-      }
-    }
-  };
-  const std::size_t helpers = std::min<std::size_t>(std::max(threads, 1u), files.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < helpers; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: the ones running (this one at least) read the rest
-    }
-  }
-  work();  // this thread reads too
-  for (auto& t : pool) t.join();
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
-  return out;
+  return detail::for_each_file<trace_summary>(files, threads, [&](const std::filesystem::path& file) {
+    const saved_trace t = read_trace(file);
+    return trace_summary{file, key_averages(t, options), t.skipped, t.rank};
+  });
 }
 
 }  // namespace report
