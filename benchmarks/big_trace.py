@@ -101,14 +101,15 @@ def write_big_trace(path, size_mb, shapes=True):
     return count, k
 
 
-def measure(cmd):
-    """Wall seconds and peak RSS (bytes) of one child process; its stdout is discarded.
+def measure(cmd, env=None):
+    """Wall seconds and peak RSS (bytes) of one child process (environment `env`, default this
+    one's); its stdout is discarded.
 
     Run under GNU time (Debian's `time` package): a child forked straight from this Python
     process would start with Python's resident size as its peak (Linux keeps the peak across
     exec), so each command is forked by the small `time` process instead."""
     p = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
+                       stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
     wall, kib = p.stderr.strip().splitlines()[-1].split()

@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from big_trace import measure  # wall time and peak RSS of a child, under GNU time
+
 HTA_SIDE = r'''
 import logging, sys
 logging.disable(logging.WARNING)
@@ -52,8 +54,9 @@ def load_sample(path):
 
 
 def write_rank_body(sample, path, size_mb):
-    """The events of `sample` repeated in time until the file holds about size_mb MB, written
-    after a placeholder header line that each rank's copy replaces. Returns (events, repetitions)."""
+    """The events of `sample` repeated in time until the file holds about size_mb MB, as the
+    tail of a trace: its traceEvents member and the closing brace. Each rank's file is its own
+    head (distributedInfo) followed by this tail. Returns (events, repetitions)."""
     events = sample["traceEvents"]
     timed = [e for e in events if e.get("ph") == "X"]
     start = min(e["ts"] for e in timed)
@@ -124,17 +127,6 @@ def subset(where, files, n):
                 while chunk := src.read(1 << 22):
                     out.write(chunk)
     return d
-
-
-def measure(cmd, env=None):
-    """Wall seconds and peak RSS (bytes) of one child, forked by GNU time so that the peak is
-    the child's own and not this Python process's."""
-    p = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr[-3000:]}")
-    wall, kib = p.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(kib) * 1024
 
 
 def main():
