@@ -2,7 +2,7 @@
 """Runs `strata-report merge` on rank traces and checks the one trace it writes.
 
 usage: check_merge.py STRATA_REPORT DATA_DIR PART [TENSOR_PARALLEL]
-       PART: strata, kineto, ids, tensor_parallel, bad, usage
+       PART: strata, kineto, ids, perfetto, perfetto_edges, tensor_parallel, bad, usage
 
 DATA_DIR is tests/data/analyze: strata_job/ holds two strata ranks whose clocks differ by 1 ms
 (baseTimeNanoseconds 1000000 and 2000000), job/ two Kineto ranks on one clock (rank0.json.gz,
@@ -21,9 +21,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_trace  # noqa: E402  (its flow, nesting and order checks, on the merged trace)
+import check_perfetto_trace as pft  # noqa: E402  (the .pftrace decoder and trace_processor's clock rules)
 
 D = decimal.Decimal
 failures = []
@@ -107,6 +109,150 @@ def normal(value):
     if isinstance(value, list):
         return [normal(v) for v in value]
     return str(value) if isinstance(value, D) else value
+
+
+def ns_of(us):
+    """Microseconds (a Decimal) as nanoseconds, halves away from zero, as merge rounds them."""
+    return int((D(us) * 1000).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+
+
+def pf_value(v):
+    """A JSON value as its debug annotation decodes: numbers as int or float, an empty object
+    as the legacy JSON text '{}'."""
+    if isinstance(v, dict):
+        return {k: pf_value(x) for k, x in v.items()} if v else ("json", "{}")
+    if isinstance(v, list):
+        return [pf_value(x) for x in v]
+    if isinstance(v, D):
+        return float(v)
+    return v
+
+
+def decode_pftrace(path, where):
+    """The merged .pftrace, decoded field by field (check_perfetto_trace.decode, whose failures
+    become this check's); protoc --decode_raw must accept it too."""
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    r = subprocess.run(["protoc", "--decode_raw"], input=raw, capture_output=True)
+    if r.returncode != 0:
+        fail(f"{where}: protoc --decode_raw rejects the .pftrace: {r.stderr.decode(errors='replace')[:300]}")
+    del pft.failures[:]
+    d = pft.decode(raw)
+    for f in pft.failures:
+        fail(f"{where}: {f}")
+    del pft.failures[:]
+    return d
+
+
+def pf_tracks(d, where):
+    """Each event-holding track's events, keyed as the JSON side keys them: (pid, tid) for a
+    thread (its overlap lanes with it), ("process", pid), ("counter", pid, name), ("track", pid,
+    name) for other named tracks of a process; and the slices, instants and samples on each."""
+    key_of = {}
+    for uuid, t in d.tracks.items():
+        parent = d.tracks.get(t["parent"]) if t["parent"] is not None else None
+        if "tid" in t:
+            key_of[uuid] = (t["pid"], t["tid"])
+        elif "process_name" in t or ("pid" in t and parent is None):
+            key_of[uuid] = ("process", t["pid"])
+        elif parent is not None and "tid" in parent:
+            key_of[uuid] = (parent["pid"], parent["tid"])  # a lane of overlapping slices
+        elif parent is not None and "pid" in parent:
+            key_of[uuid] = ("counter" if t["counter"] else "track", parent["pid"], t["name"])
+        else:
+            key_of[uuid] = ("track", None, t["name"])
+    slices, instants, samples = defaultdict(list), defaultdict(list), defaultdict(list)
+    for uuid, evs in d.events.items():
+        key = key_of.get(uuid)
+        if key is None:
+            fail(f"{where}: events on track {uuid}, which no descriptor describes")
+            continue
+        s, i, c = pft.slices_of(evs, f"{where} {key}")
+        slices[key] += s
+        instants[key] += i
+        samples[key] += c
+    return key_of, slices, instants, samples
+
+
+def args_key(args):
+    """An event's args, comparable: sorted (name, value as its annotation decodes)."""
+    return repr(sorted((k, pf_value(v)) for k, v in args.items()))
+
+
+def perfetto_agrees(doc, path, where):
+    """The merged .pftrace holds what the merged JSON `doc` holds: the same processes (name,
+    order), threads (name, order), slices (name, category, start and duration in ns, args),
+    instants, counter samples and flows."""
+    d = decode_pftrace(path, where)
+    events = doc["traceEvents"]
+    meta = lambda name: {(e["pid"], e.get("tid")): e["args"] for e in events
+                         if e.get("ph") == "M" and e.get("name") == name}
+    pnames = {k[0]: a["name"] for k, a in meta("process_name").items()}
+    porder = {k[0]: a["sort_index"] for k, a in meta("process_sort_index").items()}
+    tnames = {k: a["name"] for k, a in meta("thread_name").items()}
+    torder = {k: a["sort_index"] for k, a in meta("thread_sort_index").items()}
+    if d.root != {"process_ordering": 1, "thread_ordering": 1}:
+        fail(f"{where}: root track {d.root}: processes and threads should be ordered explicitly")
+    got_p = {t["pid"]: (t["process_name"], t["rank"]) for t in d.tracks.values() if "process_name" in t}
+    want_p = {pid: (pnames.get(pid), porder.get(pid)) for pid in {e["pid"] for e in events if "pid" in e}}
+    expect(f"{where}: processes (name, rank)", got_p, want_p)
+    got_t = {(t["pid"], t["tid"]): (t["thread_name"], t["rank"]) for t in d.tracks.values() if "tid" in t}
+    for key, name in tnames.items():
+        expect(f"{where}: thread {key} (name, rank)", got_t.get(key), (name, torder.get(key)))
+
+    key_of, slices, instants, samples = pf_tracks(d, where)
+    want_s, want_i, want_c = defaultdict(Counter), defaultdict(Counter), defaultdict(list)
+    chain = defaultdict(list)
+    for e in events:
+        ph = e.get("ph")
+        key = (e.get("pid"), e.get("tid"))
+        if isinstance(key[1], str):  # a tid that is no number: a track of the process, so named
+            key = ("track", key[0], tnames.get(key, key[1]))
+        if ph == "X":
+            want_s[key][(e["name"], e.get("cat"), ns_of(e["ts"]), ns_of(e["dur"]),
+                         args_key(e.get("args", {})))] += 1
+        elif ph in ("i", "I"):
+            where_i = {"p": ("process", e["pid"]), "g": ("track", None, "global instants")}.get(e.get("s"), key)
+            want_i[where_i][(e["name"], e.get("cat"), ns_of(e["ts"]), args_key(e.get("args", {})))] += 1
+        elif ph == "C":
+            series = e["args"]
+            for k, v in series.items():
+                name = e["name"] if (k == "value" and len(series) == 1) else f"{e['name']} {k}"
+                want_c[("counter", e["pid"], name)].append((ns_of(e["ts"]), pf_value(v)))
+        elif ph in ("s", "t", "f"):
+            chain[(e.get("cat"), e["id"])].append((key, ns_of(e["ts"])))
+    cat = lambda c: None if c == [] else c
+    got_s = defaultdict(Counter)
+    got_i = defaultdict(Counter)
+    for key, ss in slices.items():
+        for x in ss:
+            got_s[key][(x["name"], cat(x["cat"]), x["ts"], x["dur"], repr(sorted(x["args"].items())))] += 1
+    for key, ii in instants.items():
+        for x in ii:
+            got_i[key][(x["name"], cat(x["cat"]), x["ts"], repr(sorted(x["args"].items())))] += 1
+    for what, want, got in (("slices", want_s, got_s), ("instants", want_i, got_i)):
+        for key in sorted(set(want) | set(got), key=repr):
+            if want[key] != got[key]:
+                fail(f"{where}: {what} of {key} differ: only in JSON {list((want[key] - got[key]).elements())[:2]}, "
+                     f"only in Perfetto {list((got[key] - want[key]).elements())[:2]}")
+    got_c = {k: sorted((c["ts"], c["value"]) for c in v) for k, v in samples.items() if v}
+    expect(f"{where}: counter samples", got_c, {k: sorted(v) for k, v in want_c.items()})
+    # Flows: each JSON flow's points (thread, ts) are the starts of the slices its Perfetto
+    # flow marks, and each Perfetto flow ends exactly once.
+    pf_chain = defaultdict(list)
+    for key, ss in slices.items():
+        for x in ss:
+            for fid in x["flows"]:
+                pf_chain[fid].append((key, x["ts"], False))
+            for fid in x["ends"]:
+                pf_chain[fid].append((key, x["ts"], True))
+    for fid, points in pf_chain.items():
+        if sum(1 for p in points if p[2]) != 1:
+            fail(f"{where}: Perfetto flow {fid} does not end exactly once: {points}")
+    norm = lambda chains: sorted(sorted((k, t) for k, t, *_ in v) for v in chains)
+    expect(f"{where}: flows", norm(pf_chain.values()), norm(chain.values()))
+    return d
 
 
 def table_json(report, *traces):
@@ -273,6 +419,96 @@ def part_ids(report, data, tmp):
                [10])
 
 
+def part_perfetto(report, data, tmp):
+    """-o JOB.pftrace: the job of each kind merged as JSON and as Perfetto's protobuf, which
+    must hold the same tracks, slices, instants, counters and flows, on the same aligned clock;
+    and REALTIME in the clock snapshots is the wall clock of the merged trace's 0."""
+    for job in ("strata_job", "job"):
+        doc, _ = merged(report, tmp, f"{job}.json", os.path.join(data, job))
+        if doc is None:
+            continue
+        for out in (f"{job}.pftrace", f"{job}.pftrace.gz"):
+            r = run(report, os.path.join(data, job), "-o", os.path.join(tmp, out))
+            if r.returncode != 0:
+                continue
+            if "not in the Perfetto trace" in r.stderr or "Perfetto packets" not in r.stderr:
+                fail(f"{out}: stderr {r.stderr!r}")
+            d = perfetto_agrees(doc, os.path.join(tmp, out), out)
+            base = doc.get("baseTimeNanoseconds")
+            walls = {v - d.clocks.series[k][0][(11, 0)] for k in d.clocks.series for v in
+                     [d.clocks.series[k][0].get((1, 0))] if v is not None}
+            expect(f"{out}: REALTIME - trace time in every snapshot", walls, {base} if base is not None else set())
+
+
+def part_perfetto_edges(report, data, tmp):
+    """What Chrome's JSON has and Perfetto's tracks say otherwise, on one hand-written rank:
+    B/E pairs, a slice crossing its parent's end (a lane of its own), process and global
+    instants, an async b/n/e, a counter with two series, a string tid, flows bound to the
+    enclosing and to the next slice, a bind_id flow, sub-ns rounding, and what cannot be
+    carried (an E without a B, phase P), said on stderr; a ts before 0 is an error."""
+    ev = [
+        {"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "eng"}},
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 1, "args": {"name": "main"}},
+        {"ph": "X", "name": "outer", "cat": "c", "pid": 7, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "name": "cross", "cat": "c", "pid": 7, "tid": 1, "ts": 5, "dur": 10},
+        {"ph": "B", "name": "b1", "pid": 7, "tid": 1, "ts": 1, "args": {"a": 1}},
+        {"ph": "E", "pid": 7, "tid": 1, "ts": 3, "args": {"b": "x"}},
+        {"ph": "E", "pid": 7, "tid": 1, "ts": 4},
+        {"ph": "i", "name": "pi", "s": "p", "pid": 7, "tid": 1, "ts": 2},
+        {"ph": "i", "name": "gi", "s": "g", "pid": 7, "tid": 1, "ts": 2},
+        {"ph": "b", "name": "req", "cat": "async", "id": 5, "pid": 7, "tid": 1, "ts": 1},
+        {"ph": "n", "name": "mark", "cat": "async", "id": 5, "pid": 7, "tid": 1, "ts": 2},
+        {"ph": "e", "name": "req", "cat": "async", "id": 5, "pid": 7, "tid": 1, "ts": 6},
+        {"ph": "C", "name": "mem", "pid": 7, "tid": 1, "ts": 2, "args": {"hbm": 5, "sram": 1.5}},
+        {"ph": "X", "name": "k", "pid": 7, "tid": "stream 3", "ts": 2, "dur": 1},
+        {"ph": "s", "name": "fl", "cat": "f", "id": 9, "pid": 7, "tid": 1, "ts": 0},
+        {"ph": "f", "name": "fl", "cat": "f", "id": 9, "pid": 7, "tid": "stream 3", "ts": 1.5},
+        {"ph": "X", "name": "v2a", "pid": 7, "tid": 2, "ts": 20, "dur": 1, "bind_id": 11, "flow_out": True},
+        {"ph": "X", "name": "v2b", "pid": 7, "tid": 2, "ts": 30, "dur": 1, "bind_id": 11, "flow_in": True},
+        {"ph": "P", "name": "sample", "pid": 7, "tid": 1, "ts": 3},
+        {"ph": "X", "name": "frac", "pid": 7, "tid": 2, "ts": 40.0005, "dur": 0.0004},
+    ]
+    rank = os.path.join(tmp, "rank0.json")
+    with open(rank, "w") as f:
+        json.dump({"traceEvents": ev}, f)
+    out = os.path.join(tmp, "edges.pftrace")
+    r = run(report, rank, "-o", out)
+    if r.returncode != 0:
+        return
+    for said in ("1 slice ends (E) with no slice begun (B) on their thread not in the Perfetto trace",
+                 "1 events of phase 'P' not in the Perfetto trace"):
+        if said not in r.stderr:
+            fail(f"edges: stderr does not say {said!r}: {r.stderr!r}")
+    d = decode_pftrace(out, "edges")
+    _, slices, instants, samples = pf_tracks(d, "edges")
+    view = lambda xs: sorted((x["name"], x["ts"], x.get("dur"), x["args"]) for x in xs)
+    expect("edges: thread main's slices", view(slices[(1, 1)]),
+           [("b1", 1000, 2000, {"a": 1, "b": "x"}), ("cross", 5000, 10000, {}), ("outer", 0, 10000, {})])
+    lanes = [t for t in d.tracks.values() if t["name"] == "main (overlapping 1)"]
+    expect("edges: the lane of the crossing slice", len(lanes), 1)
+    expect("edges: string tid's track", view(slices[("track", 1, "stream 3")]), [("k", 2000, 1000, {})])
+    expect("edges: async track", view(slices[("track", 1, "req")]), [("req", 1000, 5000, {})])
+    expect("edges: async instant", view(instants[("track", 1, "req")]), [("mark", 2000, None, {})])
+    expect("edges: process instant", view(instants[("process", 1)]), [("pi", 2000, None, {})])
+    expect("edges: global instant", view(instants[("track", None, "global instants")]), [("gi", 2000, None, {})])
+    expect("edges: counters", {k: [(c["ts"], c["value"]) for c in v] for k, v in samples.items() if v},
+           {("counter", 1, "mem hbm"): [(2000, 5)], ("counter", 1, "mem sram"): [(2000, 1.5)]})
+    expect("edges: sub-ns rounding", view(slices[(1, 2)])[0], ("frac", 40001, 0, {}))
+    marks = {x["name"]: (x["flows"], x["ends"]) for v in slices.values() for x in v if x["flows"] or x["ends"]}
+    expect("edges: flow-bound slices", sorted(marks), ["k", "outer", "v2a", "v2b"])
+    if sorted(marks) == ["k", "outer", "v2a", "v2b"]:
+        expect("edges: v1 flow", (marks["outer"][0], marks["k"][1]) == (marks["outer"][0], marks["outer"][0]), True)
+        expect("edges: v2 flow", (marks["v2a"][0], marks["v2b"][1]) == (marks["v2a"][0], marks["v2a"][0]), True)
+        expect("edges: flows apart", marks["outer"][0] != marks["v2a"][0], True)
+    # A ts before the merged trace's 0 cannot be a Perfetto timestamp: an error, no file.
+    with open(rank, "w") as f:
+        json.dump({"traceEvents": [{"ph": "X", "name": "early", "pid": 1, "tid": 1, "ts": -1, "dur": 1}]}, f)
+    bad = os.path.join(tmp, "bad.pftrace")
+    r = run(report, rank, "-o", bad, code=1)
+    if "lies before the trace's 0" not in r.stderr or os.path.exists(bad):
+        fail(f"edges: ts -1: {r.stderr!r}, file left: {os.path.exists(bad)}")
+
+
 def part_tensor_parallel(report, data, tmp, program):
     ranks, straggler = 3, 2
     out_dir = os.path.join(tmp, "tp")
@@ -292,6 +528,13 @@ def part_tensor_parallel(report, data, tmp, program):
     if run(report, out_dir, "-o", out).returncode != 0:
         return
     doc = load(out)
+    # The same job as a Perfetto trace holds the same (imports into the format's checker).
+    pf_out = os.path.join(tmp, "job.pftrace")
+    r = run(report, out_dir, "-o", pf_out)
+    if r.returncode == 0:
+        if "not in the Perfetto trace" in r.stderr:
+            fail(f"tp job.pftrace: {r.stderr!r}")
+        perfetto_agrees(doc, pf_out, "tp job.pftrace")
     base = min(t["baseTimeNanoseconds"] for t in inputs.values())
     expect("tp baseTimeNanoseconds", doc["baseTimeNanoseconds"], base)
     expect("tp distributedInfo", doc["distributedInfo"], {"backend": "ccom", "world_size": ranks,
@@ -497,9 +740,8 @@ def part_usage(report, data, tmp):
                        ([job, "-o"], "-o needs a file name"),
                        ([job, "--bogus", "-o", "x.json"], "unknown option '--bogus' for merge"),
                        ([job, "-o", "a.json", "-o", "b.json"], "give -o once"),
-                       ([job, "-o", os.path.join(tmp, "job.txt")], "name it .json, or .json.gz"),
-                       ([job, "-o", os.path.join(tmp, "job.pftrace")], "not Perfetto protobuf (.pftrace) yet"),
-                       ([job, "-o", os.path.join(tmp, "job.pftrace.gz")], "not Perfetto protobuf"),
+                       ([job, "-o", os.path.join(tmp, "job.txt")], "name the merged trace .json (Chrome trace JSON) or .pftrace"),
+                       ([job, "-o", os.path.join(tmp, "job.json.txt")], "name the merged trace .json"),
                        ([job, "-o", os.path.join(job, "rank1.json")], "is one of the traces to merge")):
         r = run(report, *args, code=2)
         if want not in r.stderr or "usage: strata-report merge" not in r.stderr:
@@ -508,7 +750,7 @@ def part_usage(report, data, tmp):
         fail(f"bad usage left {os.listdir(tmp)}")
     # The tool's own usage and help name the command.
     r = subprocess.run([report, "--help"], capture_output=True, text=True)
-    if "strata-report merge TRACE... -o JOB.json|JOB.json.gz [--no-align]" not in r.stdout:
+    if "strata-report merge TRACE... -o JOB.json|JOB.pftrace [--no-align]" not in r.stdout:
         fail(f"strata-report --help does not name merge: {r.stdout!r}")
 
 
@@ -516,7 +758,9 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     report, data, part = sys.argv[1], sys.argv[2], sys.argv[3]
-    parts = {"strata": part_strata, "kineto": part_kineto, "ids": part_ids, "bad": part_bad, "usage": part_usage}
+    parts = {"strata": part_strata, "kineto": part_kineto, "ids": part_ids, "perfetto": part_perfetto,
+             "perfetto_edges": part_perfetto_edges,
+             "bad": part_bad, "usage": part_usage}
     with tempfile.TemporaryDirectory(prefix="strata-merge-") as tmp:
         if part == "tensor_parallel":
             if len(sys.argv) != 5:

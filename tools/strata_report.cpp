@@ -45,7 +45,7 @@ constexpr std::string_view usage =
     "       strata-report analyze TRACE... [--format table|json|csv] [--jobs N]\n"
     "       strata-report analyze --combine PART.json...\n"
     "       strata-report html TRACE... -o REPORT.html [--compare OTHER] [--title TITLE]\n"
-    "       strata-report merge TRACE... -o JOB.json|JOB.json.gz [--no-align]\n"
+    "       strata-report merge TRACE... -o JOB.json|JOB.pftrace [--no-align]\n"
     "       strata-report --help\n";
 
 constexpr std::string_view convert_usage = "usage: strata-report convert DUMP -o TRACE.json\n";

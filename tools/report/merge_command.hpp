@@ -3,8 +3,9 @@
 // baseTimeNanoseconds, their flow and correlation ids kept apart. Each file is read twice,
 // streamed through RapidJSON's SAX reader: first for what it is (rank, clock, processes, largest
 // id), then, once the ranks have been checked against each other, event by event into the
-// output. Memory holds one event at a time, never a trace (docs/distributed.md, "Merging the
-// ranks into one timeline").
+// output: Chrome trace JSON holding one event at a time, never a trace, or a Perfetto trace
+// (job_perfetto.hpp) holding one rank's events (docs/distributed.md, "Merging the ranks into one
+// timeline").
 #pragma once
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "strata/export/trace_format.hpp"
 #include "strata/export/write_trace.hpp"
 #include "report/gzip_input.hpp"
+#include "report/job_perfetto.hpp"
 #include "report/job_trace.hpp"
 #include "report/rapidjson_reader.hpp"
 #include "report/trace_events.hpp"
@@ -48,12 +50,13 @@ inline namespace v1 {
 namespace report {
 
 inline constexpr std::string_view merge_usage =
-    "usage: strata-report merge TRACE... -o JOB.json|JOB.json.gz [--no-align]\n"
+    "usage: strata-report merge TRACE... -o JOB.json|JOB.pftrace [--no-align]\n"
     "  one timeline of a distributed job's rank traces (one file per rank; a directory stands\n"
     "  for its *.json and *.json.gz), for Perfetto UI or chrome://tracing: each rank's\n"
     "  processes renumbered and named 'rank R: ...', ranks in order, their clocks aligned on\n"
     "  baseTimeNanoseconds, their flow and correlation ids kept apart (docs/distributed.md).\n"
-    "  -o FILE     the merged trace, Chrome trace JSON: .json, or .json.gz gzip-compressed\n"
+    "  -o FILE     the merged trace: Chrome trace JSON (.json), or Perfetto's protobuf\n"
+    "              (.pftrace, for Perfetto UI and trace_processor); .gz compresses either\n"
     "  --no-align  keep each trace's own clock (traces that lack baseTimeNanoseconds)\n";
 
 /// A bad command line, said with merge's usage.
@@ -215,14 +218,21 @@ struct merge_token {
   std::size_t begin = 0, size = 0;
 };
 
-/// The merged trace being written: events go through RapidJSON's writer (which escapes strings)
-/// into a buffer, written out a megabyte at a time.
+/// The merged trace being written. Events go through RapidJSON's writer (which escapes
+/// strings) into a buffer: for Chrome trace JSON written out a megabyte at a time, for a
+/// Perfetto trace handed one by one to job_perfetto, which writes a rank at a time.
 class merged_output {
  public:
   using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-  explicit merged_output(const std::filesystem::path& path) : file_(path), writer_(buffer_) {}
+  merged_output(const std::filesystem::path& path, trace_format format, std::optional<std::int64_t> base_time_ns)
+      : writer_(buffer_) {
+    if (format == trace_format::perfetto) perfetto_.emplace(path, base_time_ns);
+    else file_.emplace(path);
+  }
 
+  /// Whether the output is JSON, which has a header (raw() and string() write it).
+  bool json() const noexcept { return file_.has_value(); }
   void raw(std::string_view text) {
     char* p = buffer_.Push(text.size());
     std::copy(text.begin(), text.end(), p);
@@ -232,9 +242,13 @@ class merged_output {
     writer_.Reset(buffer_);
     writer_.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
   }
+  /// The rank whose events come next (its file, for messages).
+  void begin_rank(const std::string& source) { source_ = source; }
   /// The writer, ready for the next element of traceEvents.
   json_writer& next_event() {
-    raw(events_++ == 0 ? "\n" : ",\n");
+    if (perfetto_) hand_over();
+    else raw(events_ == 0 ? "\n" : ",\n");
+    ++events_;
     writer_.Reset(buffer_);
     return writer_;
   }
@@ -261,26 +275,44 @@ class merged_output {
     w.EndObject();
   }
   void flush_if_full() {
-    if (buffer_.GetSize() >= flush_threshold) flush();
+    if (file_ && buffer_.GetSize() >= flush_threshold) flush();
+  }
+  /// The rank's events are all written (a Perfetto trace then writes them out).
+  void end_rank() {
+    if (!perfetto_) return;
+    hand_over();
+    perfetto_->end_rank();
   }
   std::uint64_t events() const noexcept { return events_; }
   /// Writes what is left and renames the file into place.
-  void commit() {
+  export_result commit() {
+    if (perfetto_) {
+      hand_over();
+      return perfetto_->finish();
+    }
     flush();
-    file_.commit();
+    file_->commit();
+    return {};
   }
 
  private:
   static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
   void flush() {
-    file_.write(std::string_view(buffer_.GetString(), buffer_.GetSize()));
+    file_->write(std::string_view(buffer_.GetString(), buffer_.GetSize()));
+    buffer_.Clear();
+  }
+  void hand_over() {
+    if (buffer_.GetSize() == 0) return;
+    perfetto_->event(std::string_view(buffer_.GetString(), buffer_.GetSize()), source_);
     buffer_.Clear();
   }
 
-  trace_output file_;
+  std::optional<trace_output> file_;
+  std::optional<job_perfetto> perfetto_;
   rapidjson::StringBuffer buffer_;
   json_writer writer_;
   std::uint64_t events_ = 0;
+  std::string source_;
 };
 
 /// The SAX handler of both passes. Without an output (the first pass) it learns the trace's
@@ -678,6 +710,31 @@ inline std::optional<std::int64_t> plan_merge(std::vector<merge_rank>& ranks, bo
   return earliest;
 }
 
+/// The merged JSON trace's top level before its events: the job's distributedInfo (backend,
+/// world size, its ranks) and the clock they were aligned on.
+inline void write_header(merged_output& out, const std::vector<merge_rank>& ranks, std::optional<std::int64_t> base) {
+  out.raw("{\"displayTimeUnit\":");
+  out.string(ranks.front().display_time_unit.value_or("ms"));
+  out.raw(",\n\"distributedInfo\":{");
+  std::optional<std::string> backend;
+  std::optional<std::int64_t> world_size;
+  for (const merge_rank& r : ranks) {
+    if (r.backend) backend = r.backend;
+    if (r.world_size) world_size = r.world_size;
+  }
+  if (backend) {
+    out.raw("\"backend\":");
+    out.string(*backend);
+    out.raw(",");
+  }
+  if (world_size) out.raw(fmt::format("\"world_size\":{},", *world_size));
+  out.raw("\"ranks\":[");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out.raw(fmt::format("{}{}", i == 0 ? "" : ",", ranks[i].rank));
+  out.raw("]}");
+  if (base) out.raw(fmt::format(",\n\"baseTimeNanoseconds\":{}", *base));
+  out.raw(",\n\"traceEvents\":[");
+}
+
 }  // namespace detail
 
 /// `strata-report merge ...`: `args` are the words after "merge". Returns the exit status.
@@ -707,14 +764,11 @@ inline int merge_command(std::span<const std::string_view> args) {
     }
   }
   if (traces.empty()) throw merge_usage_error{"merge needs a TRACE (one per rank, or their directory)"};
-  if (!output || output->empty()) throw merge_usage_error{"merge needs -o JOB.json (or JOB.json.gz)"};
+  if (!output || output->empty()) throw merge_usage_error{"merge needs -o JOB.json (or JOB.pftrace)"};
   trace_format format{};
   if (!trace_format_in_name(*output, format))
-    throw merge_usage_error{fmt::format("-o {}: the merged trace is Chrome trace JSON: name it .json, or .json.gz "
-                                        "to have it gzip-compressed", *output)};
-  if (format == trace_format::perfetto)
-    throw merge_usage_error{fmt::format("-o {}: merge writes Chrome trace JSON, not Perfetto protobuf (.pftrace) yet; "
-                                        "name it .json or .json.gz, which Perfetto UI opens as it is", *output)};
+    throw merge_usage_error{fmt::format("-o {}: name the merged trace .json (Chrome trace JSON) or .pftrace "
+                                        "(Perfetto's protobuf), with .gz to have it gzip-compressed", *output)};
 
   const std::vector<std::filesystem::path> files = trace_files(traces);
   std::vector<detail::merge_rank> ranks;
@@ -731,29 +785,11 @@ inline int merge_command(std::span<const std::string_view> args) {
   for (detail::merge_rank& r : ranks) detail::merge_pass(r, nullptr);
   const std::optional<std::int64_t> base = detail::plan_merge(ranks, align);
 
-  detail::merged_output out(*output);
-  out.raw("{\"displayTimeUnit\":");
-  out.string(ranks.front().display_time_unit.value_or("ms"));
-  out.raw(",\n\"distributedInfo\":{");
-  std::optional<std::string> backend;
-  std::optional<std::int64_t> world_size;
-  for (const detail::merge_rank& r : ranks) {
-    if (r.backend) backend = r.backend;
-    if (r.world_size) world_size = r.world_size;
-  }
-  if (backend) {
-    out.raw("\"backend\":");
-    out.string(*backend);
-    out.raw(",");
-  }
-  if (world_size) out.raw(fmt::format("\"world_size\":{},", *world_size));
-  out.raw("\"ranks\":[");
-  for (std::size_t i = 0; i < ranks.size(); ++i) out.raw(fmt::format("{}{}", i == 0 ? "" : ",", ranks[i].rank));
-  out.raw("]}");
-  if (base) out.raw(fmt::format(",\n\"baseTimeNanoseconds\":{}", *base));
-  out.raw(",\n\"traceEvents\":[");
+  detail::merged_output out(*output, format, base);
+  if (out.json()) write_header(out, ranks, base);
   std::uint64_t added = 0;
   for (detail::merge_rank& r : ranks) {
+    out.begin_rank(r.source);
     detail::merge_pass(r, &out);
     // Every process named after its rank and ordered by it, also those the trace left unnamed.
     for (const detail::merge_process& p : r.processes) {
@@ -767,14 +803,16 @@ inline int merge_command(std::span<const std::string_view> args) {
         ++added;
       }
     }
+    out.end_rank();
     out.flush_if_full();
   }
-  out.raw("\n]}\n");
-  out.commit();
+  if (out.json()) out.raw("\n]}\n");
+  const export_result written = out.commit();
   std::int64_t largest_shift = 0;
   for (const detail::merge_rank& r : ranks) largest_shift = std::max(largest_shift, r.shift_ns);
-  fmt::print(stderr, "strata-report: wrote {}: {} rank{}, {} events ({} added to name and order the ranks' "
-             "processes); {}\n", *output, ranks.size(), ranks.size() == 1 ? "" : "s", out.events(), added,
+  fmt::print(stderr, "strata-report: wrote {}: {} rank{}, {} events{} ({} added to name and order the ranks' "
+             "processes); {}\n", *output, ranks.size(), ranks.size() == 1 ? "" : "s", out.events(),
+             out.json() ? "" : fmt::format(" as {} Perfetto packets", written.events), added,
              base ? fmt::format("clocks aligned on baseTimeNanoseconds (ranks moved by up to {:.3f} us)",
                                 static_cast<double>(largest_shift) / 1000.0)
                   : std::string("each trace on its own clock"));
