@@ -37,7 +37,7 @@
 #include <fmt/format.h>
 
 #include "strata/error.hpp"
-#include "strata/export/perfetto_trace.hpp"
+#include "strata/export/perfetto_packets.hpp"
 #include "report/rapidjson_reader.hpp"
 #include "report/trace_events.hpp"
 
@@ -46,7 +46,7 @@ inline namespace v1 {
 namespace report {
 namespace detail {
 
-namespace pf = strata::detail::perfetto;
+namespace pf = strata::perfetto;
 
 /// One JSON value as a flat tree: a container's members follow it, and `end` is the index past
 /// its last descendant. Numbers keep their text, so no digit is lost to a double.
@@ -159,10 +159,10 @@ class job_perfetto {
   std::uint64_t events() const noexcept { return events_; }
 
  private:
-  using message = strata::detail::proto::message;
+  using message = pf::proto::message;
 
   // ProcessDescriptor.process_labels (track_event/process_descriptor.proto); the other field
-  // numbers are strata/export/perfetto_trace.hpp's, which cites the .proto files.
+  // numbers are strata/export/perfetto_packets.hpp's, which cites the .proto files.
   static constexpr std::uint32_t process_labels_field = 8;
 
   enum class track_kind : std::uint8_t { thread, process, global, async, counter, lane };
@@ -853,9 +853,9 @@ class job_perfetto {
   }
 
   std::filesystem::path path_;
-  strata::detail::perfetto::packet_stream out_;
+  pf::packet_stream out_;
   std::optional<std::int64_t> base_time_ns_;
-  strata::detail::perfetto::interner names_;
+  pf::interner names_;
   json_tree tree_;
   rank_state rank_;
   std::map<std::string, std::uint64_t> skipped_;
