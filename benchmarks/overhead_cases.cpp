@@ -110,8 +110,10 @@ std::uint64_t limit_records_written() noexcept { return tl_index; }
 
 template void limit_prepare<small_ring>();
 template void limit_prepare<large_ring>();
+template void limit_prepare<whole_ring>();
 template std::uint64_t limit_scope<small_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_scope<large_ring>(std::uint64_t) noexcept;
+template std::uint64_t limit_scope<whole_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_instant<small_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_instant<large_ring>(std::uint64_t) noexcept;
 template std::uint64_t limit_memory_pair<large_ring>(std::uint64_t) noexcept;

@@ -4,8 +4,8 @@ process, interleaved, over one or more builds.
 
 usage: sustained_scope.py BUILD_DIR [BUILD_DIR ...] [--reps 5] [--threads 1,2]
                           [--calls 1000000] [--warm-up 100000]
-                          [--candidates limit,lossless,flight] [--ring 65536]
-                          [--limit-ring 16384|1048576]
+                          [--candidates limit,lossless,lossless_lazy,flight] [--ring 65536]
+                          [--limit-ring 16384|1048576|4194304]
                           [--seed S] [--raw FILE]
 
 Runs BUILD_DIR/benchmarks/sustained_scope (benchmarks/sustained_scope.cpp) once for every
@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import sys
 
-CANDIDATES = ("limit", "lossless", "flight")
+CANDIDATES = ("limit", "lossless", "lossless_lazy", "flight")
 
 
 def parse_args(argv):
@@ -50,8 +50,9 @@ def parse_args(argv):
     p.add_argument("--ring", type=int, default=None,
                    help="the flight recorder's buffer_capacity (the program's default: 65536)")
     p.add_argument("--limit-ring", type=int, default=None,
-                   help="the limit baseline's ring, 16384 or 1048576 (the program's default); "
-                        "16384 is nearer the flight recorder's 2^16 (L2-resident) ring")
+                   help="the limit baseline's ring, 16384, 1048576 (the program's default) or "
+                        "4194304; 16384 is nearer the flight recorder's 2^16 (L2-resident) ring, "
+                        "4194304 writes fresh memory for up to 4 M calls, as a lossless session does")
     p.add_argument("--seed", type=int, default=None, help="the shuffle's seed (default: random)")
     p.add_argument("--raw", metavar="FILE", help="write every run's JSON line to FILE")
     a = p.parse_args(argv)
@@ -182,8 +183,8 @@ def main(argv):
     if failed:
         print(f"- **{failed} run(s) failed** (see stderr); their figures are left out")
     print()
-    print("| build | threads | candidate | ns/call | ratio to limit | min–max | CPU ns/call | minor faults | sys ms | runs |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| build | threads | candidate | ns/call | ratio to limit | min–max | CPU ns/call | minor faults | sys ms | start() ms | runs |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for b in a.builds:
         for t in a.threads:
             limit = runs.get((b, "limit", t)) or []
@@ -191,7 +192,7 @@ def main(argv):
             for c in a.candidates:
                 rs = runs[(b, c, t)]
                 if not rs:
-                    print(f"| `{b}` | {t} | {c} | – | – | – | – | – | – | 0 |")
+                    print(f"| `{b}` | {t} | {c} | – | – | – | – | – | – | – | 0 |")
                     continue
                 ns = [x["ns_per_call"] for x in rs]
                 med = statistics.median(ns)
@@ -199,8 +200,10 @@ def main(argv):
                 cpu = statistics.median(statistics.median(x["thread_cpu_ns_per_call"]) for x in rs)
                 faults = statistics.median(x["minor_faults"] for x in rs)
                 sys_ms = statistics.median(1000 * x["sys_s"] for x in rs)
+                starts = [x["start_ms"] for x in rs if "start_ms" in x]  # sessions only
+                start = f"{statistics.median(starts):.1f}" if starts and c != "limit" else "–"
                 print(f"| `{b}` | {t} | {c} | {fmt_ns(med)} | {ratio} | {fmt_ns(min(ns))}–{fmt_ns(max(ns))} "
-                      f"| {fmt_ns(cpu)} | {faults:.0f} | {sys_ms:.1f} | {len(rs)} |")
+                      f"| {fmt_ns(cpu)} | {faults:.0f} | {sys_ms:.1f} | {start} | {len(rs)} |")
     return 1 if failed else 0
 
 

@@ -131,6 +131,15 @@ struct profiler_config {
   /// thread's current 64 KiB block (so its peak is about this plus one block per thread). Past
   /// it, full blocks go to a spill file in `output_dir` (see `spill`). At least 64 KiB.
   std::size_t memory_limit = std::size_t{256} << 20;
+  /// Lossless sessions: bytes of blocks made ready in `start()` (at most `memory_limit`), their
+  /// pages faulted in, and kept ready between the windows of a schedule. Every record a session
+  /// keeps needs memory of its own, and the kernel zeroes each fresh page when it is first
+  /// touched: made ready in `start()`, that time is spent before recording instead of being
+  /// taken from the recording threads (with a thread recording on every core, nothing else can
+  /// give it back). Costs `start()` about a millisecond per 10 MiB and holds the memory from
+  /// `start()` to `stop()`; past it, blocks are made as the session needs them. 0: all of them
+  /// so, for a session that records little and should hold little.
+  std::size_t preallocate = std::size_t{256} << 20;
   /// Lossless sessions: past `memory_limit`, write full blocks to a spill file in `output_dir`
   /// (read back a block at a time by the exports and tables; its name is removed when the
   /// session is collected) instead of dropping the newest records. A failed spill write is

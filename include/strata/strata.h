@@ -108,6 +108,10 @@ typedef struct strata_config {
   /** Bytes of records held in memory before further ones are spilled to a file in the output's
    *  directory; at least 65536. 0: 256 MiB. */
   size_t memory_limit;
+  /** Bytes of memory made ready at the start of a lossless session (at most memory_limit), so
+   *  that recording threads never wait for the kernel to fault fresh pages in; past it, memory
+   *  is taken as the session needs it. 0: 256 MiB; STRATA_PREALLOCATE_NONE: none made ready. */
+  size_t preallocate;
   /** Non-zero: a flight recorder, each thread keeping exactly its newest `flight_recorder`
    *  records (a power of two, at least 2; 32 bytes each, in 64 KiB blocks) in constant memory.
    *  0: a lossless session. */
@@ -131,6 +135,9 @@ typedef struct strata_config {
   /** The collective backend, e.g. "ccom" (Neuron), "nccl", "gloo"; NULL or "": none named. */
   const char* backend;
 } strata_config;
+
+/** strata_config.preallocate: no memory made ready at the start; it is taken as needed. */
+#define STRATA_PREALLOCATE_NONE ((size_t)-1)
 
 /** A strata_config with every field at its default (zero). */
 #ifdef __cplusplus

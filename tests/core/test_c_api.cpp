@@ -350,6 +350,31 @@ TEST_CASE("C API: a flight recorder keeps each thread's newest records") {
   CHECK(strata::detail::c_api::c_session()->stats().dropped == 6);
 }
 
+TEST_CASE("C API: preallocate makes a session's memory ready at the start, or none of it") {
+  strata_test::temp_dir dir("c-api-preallocate");
+  const std::string output = output_in(dir);
+  constexpr std::size_t block = std::size_t{64} << 10;
+  strata_config c = STRATA_CONFIG_INIT;
+  c.output = output.c_str();
+  c.memory_limit = 256 * block;  // 16 MiB
+  // Made ready in the start call: the figure is there when it returns.
+  SUBCASE("0: the default, all of a limit below it") {
+    REQUIRE(strata_start_ex(&c) == STRATA_OK);
+    CHECK(strata::detail::c_api::c_session()->stats().memory.peak == 256 * block);
+  }
+  SUBCASE("a size") {
+    c.preallocate = 40 * block;
+    REQUIRE(strata_start_ex(&c) == STRATA_OK);
+    CHECK(strata::detail::c_api::c_session()->stats().memory.peak == 40 * block);
+  }
+  SUBCASE("STRATA_PREALLOCATE_NONE: a few blocks, which the session's writer tops up to an eighth") {
+    c.preallocate = STRATA_PREALLOCATE_NONE;
+    REQUIRE(strata_start_ex(&c) == STRATA_OK);
+    CHECK(strata::detail::c_api::c_session()->stats().memory.peak <= 32 * block);
+  }
+  REQUIRE(strata_stop() == STRATA_OK);
+}
+
 TEST_CASE("C API: a rank of a distributed job says so in its traces") {
   strata_test::temp_dir dir("c-api-rank");
   const auto run_to = [&](const char* leaf, int world_size, int rank, int local_rank_plus_one, const char* backend) {

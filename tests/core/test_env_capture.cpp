@@ -77,6 +77,7 @@ TEST_CASE("env capture: defaults and every variable") {
                   {"STRATA_PROFILE_MEMORY", "1"},
                   {"STRATA_WITH_FLOPS", "1"},
                   {"STRATA_MEMORY_LIMIT_MB", "64"},
+                  {"STRATA_PREALLOCATE_MB", "16"},
                   {"STRATA_SPILL", "0"},
                   {"STRATA_CRASH_DUMP", "1"}}}
             .lookup());
@@ -90,6 +91,7 @@ TEST_CASE("env capture: defaults and every variable") {
     CHECK(config->profile_memory);
     CHECK(config->with_flops);
     CHECK(config->memory_limit == std::size_t{64} << 20);
+    CHECK(config->preallocate == std::size_t{16} << 20);
     CHECK_FALSE(config->spill);
     CHECK(config->crash_dump);
   }
@@ -124,6 +126,9 @@ TEST_CASE("env capture: a bad value names its variable and the accepted values")
             .find("STRATA_MEMORY_LIMIT_MB='0'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_MEMORY_LIMIT_MB", "1g"}}})
             .find("STRATA_MEMORY_LIMIT_MB='1g'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_PREALLOCATE_MB", "lots"}}})
+            .find("STRATA_PREALLOCATE_MB='lots'") != std::string::npos);
+  CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_PREALLOCATE_MB", "0"}}}) == "");  // none ahead
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_SPILL", "yes"}}})
             .find("STRATA_SPILL='yes'") != std::string::npos);
   CHECK(error_of({{{"STRATA_PROFILE", "1"}, {"STRATA_CRASH_DUMP", "on"}}})

@@ -14,10 +14,14 @@
 //     in the output directory and recycles them; the session's trace writers read them back
 //     (record_order.hpp), in order thanks to what the writer notes of each block it spills
 //     (record_order.hpp);
-//   * the writer also allocates (and touches) free blocks ahead of demand, so a thread taking a
-//     block normally finds one ready. Without one, a thread allocates its own while the limit
-//     allows; at the limit it waits for the writer to free one (counted as a wait), or, with
-//     spilling off or failed, drops its newest records (counted as lost).
+//   * the store is made with `preallocate` bytes of blocks ready (all of the default limit),
+//     their pages faulted in on the thread that starts the session, so that no thread faults
+//     pages in while the threads record: the kernel zeroes every fresh page, and with a thread
+//     recording on every core that time would be taken from them. Past those, the writer
+//     allocates free blocks ahead of demand, so a thread taking a block normally finds one
+//     ready. Without one, a thread allocates its own while the limit allows; at the limit it
+//     waits for the writer to free one (counted as a wait), or, with spilling off or failed,
+//     drops its newest records (counted as lost).
 //
 // A failed spill write (disk full, directory removed) is reported once on stderr and in the
 // stats; blocks already spilled stay readable, and recording goes on in memory up to the limit.
@@ -75,8 +79,12 @@ struct block_entry {
 struct block_store_settings {
   std::size_t memory_limit = std::size_t{256} << 20;
   bool spill = true;
-  /// Free blocks the writer keeps ready; 0: an eighth of the limit's blocks, at most 256. (A
-  /// flight recorder's threads take their blocks once, so its store keeps one thread's ring.)
+  /// Bytes of blocks made ready when the store is made (at most `memory_limit`), and kept ready
+  /// from then on (profiler_config::preallocate).
+  std::size_t preallocate = 0;
+  /// Free blocks the writer keeps ready besides (at least); 0: an eighth of the limit's blocks,
+  /// at most 256. (A flight recorder's threads take their blocks once, so its store keeps one
+  /// thread's ring.)
   std::size_t reserve_blocks = 0;
   std::string spill_dir;       ///< where the spill file goes
   std::uint64_t pid = 0;
@@ -86,7 +94,7 @@ struct block_store_settings {
   /// Whether a store made with these settings serves a session with `next` as well: the same
   /// blocks, limit and spill place (the session and its start differ from one to the next).
   bool same_store_as(const block_store_settings& next) const noexcept {
-    return memory_limit == next.memory_limit && spill == next.spill &&
+    return memory_limit == next.memory_limit && spill == next.spill && preallocate == next.preallocate &&
            reserve_blocks == next.reserve_blocks && spill_dir == next.spill_dir && pid == next.pid;
   }
 };
@@ -104,13 +112,19 @@ class block_store {
   explicit block_store(block_store_settings settings)
       : settings_(std::move(settings)),
         max_blocks_(std::max<std::size_t>(settings_.memory_limit / block_bytes, 1)),
+        preallocated_(std::min(settings_.preallocate / block_bytes, max_blocks_)),
         reserve_(std::clamp<std::size_t>(settings_.reserve_blocks != 0 ? settings_.reserve_blocks : max_blocks_ / 8,
-                                         1, max_reserve)) {
-    // The first blocks (1 MiB at most), on the thread that starts the session: a thread's first
-    // scope finds its block ready. The writer tops the reserve up from there.
+                                         1, max_reserve)),
+        kept_(std::max(preallocated_, reserve_)) {
+    // The preallocated blocks (or the first 16, 1 MiB), on the thread that starts the session:
+    // a recording thread finds its blocks ready, their pages faulted in, and no other thread
+    // takes a core from it to fault pages in while it records (every fresh page is zeroed by
+    // the kernel: with a thread recording on every core that time would be theirs). The writer
+    // keeps the reserve topped up from there (spilling to do so near the limit), and blocks
+    // given back are kept up to what was preallocated.
     std::lock_guard lock(mutex_);
-    free_.reserve(max_reserve);  // the writer's top-ups never grow it
-    const std::size_t first_blocks = std::min<std::size_t>(reserve_, 16);
+    free_.reserve(max_blocks_);  // it never holds more, so a push onto it cannot throw
+    const std::size_t first_blocks = std::max<std::size_t>(preallocated_, std::min<std::size_t>(reserve_, 16));
     while (free_.size() < first_blocks && full_ + free_.size() < max_blocks_) {
       record_block* b = allocate_block();
       if (b == nullptr) break;
@@ -273,7 +287,7 @@ class block_store {
   /// With the lock held: a block take_entry_locked() handed over, its records copied out.
   void return_taken_locked(record_block* b) {
     --full_;
-    if (!closing_ && free_.size() < reserve_) {
+    if (!closing_ && free_.size() < kept_) {
       free_.push_back(b);
       freed_.notify_all();
     } else {
@@ -494,7 +508,9 @@ class block_store {
 
   block_store_settings settings_;
   std::size_t max_blocks_;
-  const std::size_t reserve_;
+  const std::size_t preallocated_;  // blocks made in the constructor
+  const std::size_t reserve_;       // free blocks the writer keeps ready (spilling near the limit)
+  const std::size_t kept_;          // free blocks kept when blocks come back (windows)
 
   std::mutex mutex_;
   std::condition_variable work_;   // the writer waits for something to do

@@ -61,6 +61,7 @@ inline constexpr env_variable env_variables[] = {
     {"STRATA_LAYERS"},
     {"STRATA_OVERFLOW"},
     {"STRATA_MEMORY_LIMIT_MB"},
+    {"STRATA_PREALLOCATE_MB"},
     {"STRATA_SPILL"},
     {"STRATA_BUFFER_CAPACITY"},
     {"STRATA_CAPTURE_CORES"},
@@ -248,6 +249,14 @@ inline profiler_config session_config_from_env(const env_lookup& lookup) {
       throw error("STRATA_MEMORY_LIMIT_MB='" + *limit +
                   "': use the MiB of records held in memory before spilling, such as 256");
     config.memory_limit = *value << 20;
+  }
+  if (auto ready = get(detail::env_name("STRATA_PREALLOCATE_MB")); ready && !ready->empty()) {
+    const auto value = detail::parse_count(*ready);
+    if (!value || *value > (std::size_t{1} << 20))
+      throw error("STRATA_PREALLOCATE_MB='" + *ready +
+                  "': use the MiB of memory made ready at start (at most the memory limit), "
+                  "such as 256, or 0 to take it as the session needs it");
+    config.preallocate = *value << 20;
   }
   if (auto spill = get(detail::env_name("STRATA_SPILL")); spill && !spill->empty()) {
     const std::string_view text = detail::trim(*spill);

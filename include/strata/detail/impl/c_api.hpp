@@ -73,6 +73,7 @@ inline profiler_config to_profiler_config(const strata_config& c, std::string& o
                           .backend = c.backend != nullptr ? c.backend : ""};
   }
   if (c.memory_limit != 0) config.memory_limit = c.memory_limit;
+  if (c.preallocate != 0) config.preallocate = c.preallocate == STRATA_PREALLOCATE_NONE ? 0 : c.preallocate;
   if (c.flight_recorder != 0) {
     config.overflow = overflow_policy::flight_recorder;
     config.buffer_capacity = c.flight_recorder;

@@ -691,6 +691,7 @@ struct profiler::session {
             .max_events_per_core = config_.max_events_per_core,
             .blocks = {.memory_limit = config_.memory_limit,
                        .spill = config_.spill,
+                       .preallocate = config_.overflow == overflow_policy::lossless ? config_.preallocate : 0,
                        .spill_dir = config_.output_dir,
                        .pid = static_cast<std::uint64_t>(detail::atomic_file::process_id()),
                        .start_ticks = start_ticks}};
