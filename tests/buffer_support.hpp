@@ -37,7 +37,7 @@ inline std::shared_ptr<strata::detail::block_store> test_store(bool writer = tru
 /// What collecting a session gives of `buffer`: take(), then the records of the blocks it
 /// handed over put in front, as ordering the session does (detail/session.hpp).
 inline void take_all(strata::detail::thread_buffer& buffer, strata::thread_track& t) {
-  buffer.take(t);
+  buffer.take(t, nullptr);  // the caller keeps the buffer alive
   if (t.taken) {
     t.taken->move_to_front_of(t.records);
     t.taken.reset();

@@ -161,6 +161,25 @@ TEST_CASE("thread_buffer: a lossless chain keeps every record, in order, across 
   }
 }
 
+TEST_CASE("thread_buffer: the current block is lent until its records are copied, kept alive by its owner") {
+  auto store = strata_test::test_store(false);
+  auto buffer = std::make_shared<strata::detail::thread_buffer>(store, 0, 0);
+  constexpr std::uint64_t n = block + 5;  // one full block and 5 records in the current one
+  {
+    buffer_producer p(*buffer);
+    for (std::uint64_t i = 0; i < n; ++i) CHECK(p.push(make_record(i)));
+  }
+  strata::thread_track t;
+  buffer->take(t, buffer);
+  const std::weak_ptr<strata::detail::thread_buffer> alive = buffer;
+  buffer.reset();  // the session's registry lets go; the lent block must outlive it
+  REQUIRE(t.taken != nullptr);
+  CHECK_FALSE(alive.expired());
+  t.taken->move_to_front_of(t.records);
+  CHECK(payloads(t.records) == range(0, n));
+  CHECK(alive.expired());  // copied: the buffer, and its block, went
+}
+
 TEST_CASE("thread_buffer: a chain's full blocks are handed over as they are, and go back to the store") {
   const std::size_t chunks_before = strata::detail::block_pool::instance().chunk_count();
   {
@@ -173,17 +192,17 @@ TEST_CASE("thread_buffer: a chain's full blocks are handed over as they are, and
     }
     SUBCASE("copied out when the session is put in order") {
       strata::thread_track t;
-      buffer.take(t);
-      // Only the current block's records were copied; the three full blocks were handed over.
-      CHECK(payloads(t.records) == range(3 * block, n));
+      buffer.take(t, nullptr);
+      // Nothing was copied: the three full blocks were handed over, the current one's records lent.
+      CHECK(t.records.empty());
       REQUIRE(t.taken != nullptr);
-      CHECK(t.taken->record_count() == 3 * block);
+      CHECK(t.taken->record_count() == n);
       t.taken->move_to_front_of(t.records);
       CHECK(payloads(t.records) == range(0, n));
     }
     SUBCASE("given back unread when the track goes") {
       strata::thread_track t;
-      buffer.take(t);
+      buffer.take(t, nullptr);
       CHECK(t.taken != nullptr);
     }
   }

@@ -50,13 +50,10 @@
 
 #include "strata/profiler_config.hpp"
 #include "strata/record.hpp"
+#include "strata/detail/background_thread.hpp"
 #include "strata/detail/record_block.hpp"
 #include "strata/detail/record_order.hpp"
 #include "strata/detail/spill_file.hpp"
-
-#if defined(__linux__)
-#include <pthread.h>
-#endif
 
 namespace strata {
 inline namespace v1 {
@@ -202,8 +199,11 @@ class block_store {
       spill_failed_.store(false, std::memory_order_relaxed);
       peak_bytes_.store(0, std::memory_order_relaxed);
       note_peak_locked();
+      // Woken only when the reserve needs topping up: a wake-up costs the thread that begins
+      // the session (a schedule's step) a futex call and often a switch to the writer.
+      if (next_job_locked() == job::none) return;
     }
-    work_.notify_one();  // the reserve may need topping up
+    work_.notify_one();
   }
 
   /// For tests: while paused, the writer neither allocates nor spills.
@@ -401,9 +401,7 @@ class block_store {
   }
 
   void run_writer() {
-#if defined(__linux__)
-    pthread_setname_np(pthread_self(), "strata writer");
-#endif
+    become_background_thread("strata writer");
     std::unique_lock lock(mutex_);
     for (;;) {
       work_.wait(lock, [&] { return closing_ || next_job_locked() != job::none; });
@@ -547,9 +545,10 @@ class block_store {
 };
 
 /// One thread's blocks as its session handed them over (thread_track::taken): in chain order,
-/// each a block of the store's or a part-filled block's copy. Their records are copied out when
-/// the session is put in order, off the thread that ended it; whatever is not copied by then
-/// (a window discarded unordered) goes back to the store with this.
+/// each a block of the store's, a part-filled block's copy, or, last, the thread's current
+/// block lent by its buffer. Their records are copied out when the session is put in order, off
+/// the thread that ended it; whatever is not copied by then (a window discarded unordered) goes
+/// back to the store with this.
 class taken_blocks {
  public:
   explicit taken_blocks(std::shared_ptr<block_store> store) : store_(std::move(store)) {}
@@ -563,9 +562,19 @@ class taken_blocks {
     const auto n = static_cast<std::uint32_t>(copy.size());
     parts_.push_back({nullptr, std::move(copy), n});
   }
+  /// The first `count` records of a block that stays its buffer's (the thread's current block,
+  /// where a thread that passed its gate before the session ended may still write, past
+  /// `count`): `owner` keeps the buffer, and so the block, alive until they are copied. Copying
+  /// them here instead would allocate on the thread that ends the session, which is the step
+  /// of a schedule.
+  void add_lent(const record* first, std::uint32_t count, std::shared_ptr<const void> owner) {
+    lent_ = first;
+    lent_count_ = count;
+    lent_owner_ = std::move(owner);
+  }
 
   std::size_t record_count() const noexcept {
-    std::size_t n = 0;
+    std::size_t n = lent_count_;
     for (const part& p : parts_) n += p.count;
     return n;
   }
@@ -581,6 +590,7 @@ class taken_blocks {
       else
         all.insert(all.end(), p.copy.begin(), p.copy.end());
     }
+    all.insert(all.end(), lent_, lent_ + lent_count_);
     all.insert(all.end(), out.begin(), out.end());
     out = std::move(all);
     give_back();
@@ -594,6 +604,9 @@ class taken_blocks {
   };
 
   void give_back() noexcept {
+    lent_ = nullptr;
+    lent_count_ = 0;
+    lent_owner_.reset();
     if (parts_.empty()) return;
     std::lock_guard lock(store_->mutex());
     for (const part& p : parts_)
@@ -603,6 +616,9 @@ class taken_blocks {
 
   std::shared_ptr<block_store> store_;
   std::vector<part> parts_;
+  const record* lent_ = nullptr;
+  std::uint32_t lent_count_ = 0;
+  std::shared_ptr<const void> lent_owner_;
 };
 
 }  // namespace detail

@@ -39,7 +39,7 @@ inline void take_session(trace_data& out) {
       [&](const std::shared_ptr<recording_thread>& rt) {
         thread_track t;
         static_cast<track_identity&>(t) = *rt->thread;
-        rt->buffer.take(t);  // the blocks go now, not at the thread's next record
+        rt->buffer.take(t, rt);  // the blocks go now, not at the thread's next record
         if (!t.spilled.empty()) {
           if (t.taken) {  // the records in memory follow the spilled ones: split them here
             t.taken->move_to_front_of(t.records);

@@ -190,16 +190,18 @@ class thread_buffer {
   /// the buffer's records into `t`. A lossless chain's spilled blocks stay in the spill file
   /// (where they are goes to `t.spilled.extents`, oldest first: the writer spills the oldest
   /// full blocks first), its blocks in memory are handed over as they are (`t.taken`: ending
-  /// a window copies nothing but the current block, whose records go to `t.records`). A flight
-  /// recorder's newest records are copied. The current block stays, for a late write of a
-  /// thread that passed its gate before the session ended.
-  void take(thread_track& t) {
+  /// a window copies nothing), and so are the current block's records, lent: the current block
+  /// stays the buffer's, for a late write of a thread that passed its gate before the session
+  /// ended, and `owner` (what holds this buffer) keeps it until they are copied. A flight
+  /// recorder's newest records are copied.
+  void take(thread_track& t, std::shared_ptr<const void> owner) {
     if (keep_ != 0) {
       t.lost = copy_flight_or_retired(t.records).lost;
       return;
     }
     std::shared_ptr<taken_blocks> taken;
-    if (!entries_.empty()) taken = std::make_shared<taken_blocks>(store_);
+    const bool lends = current_ != nullptr && at_->acquire_next() != current_->begin();
+    if (!entries_.empty() || lends) taken = std::make_shared<taken_blocks>(store_);
     std::lock_guard lock(store_->mutex());
     for (block_entry& e : entries_) {
       switch (e.at) {
@@ -223,9 +225,10 @@ class thread_buffer {
       }
     }
     entries_.clear();
-    const record* const current_end = current_ != nullptr ? at_->acquire_next() : nullptr;
-    const record* const current_begin = current_ != nullptr ? current_->begin() : nullptr;
-    t.records.insert(t.records.end(), current_begin, current_end);
+    if (lends) {
+      const record* const end = at_->acquire_next();
+      taken->add_lent(current_->begin(), static_cast<std::uint32_t>(end - current_->begin()), std::move(owner));
+    }
     t.lost = dropped_.load(std::memory_order_relaxed);
     t.taken = std::move(taken);
   }

@@ -36,7 +36,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include "strata/error.hpp"
@@ -44,6 +43,7 @@
 #include "strata/export/perfetto_trace.hpp"
 #include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
+#include "strata/detail/background_thread.hpp"
 #include "strata/detail/impl/profiler.hpp"
 #include "strata/detail/session.hpp"
 #include "strata/detail/trace_file.hpp"
@@ -235,7 +235,7 @@ class ondemand_service {
   }
 
   void run() noexcept {
-    pthread_setname_np(pthread_self(), "strata ondemand");
+    become_background_thread("strata ondemand");
     for (;;) {
       int timeout = -1;
       {

@@ -23,9 +23,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__linux__)
-#include <pthread.h>
-#endif
 #include <unistd.h>
 
 #include "strata/analysis/key_averages.hpp"
@@ -42,6 +39,7 @@
 #include "strata/profiler_config.hpp"
 #include "strata/schedule.hpp"
 #include "strata/scope.hpp"
+#include "strata/detail/background_thread.hpp"
 #include "strata/detail/crash_recorder.hpp"
 #include "strata/detail/env_capture.hpp"
 #include "strata/detail/impl/cold_path.hpp"
@@ -175,9 +173,14 @@ class window_writer {
     for (const std::exception_ptr& f : failures_) report(f);
   }
 
+  /// Starts the writer's thread, if it is not running yet (submit() starts it otherwise).
+  void start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+
   /// Queues an ended window (records taken, not yet ordered) for `dir`.
   void submit(std::shared_ptr<trace_data> data, step_window window, std::string dir) {
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    start();
     {
       std::lock_guard lock(mutex_);
       queue_.push_back({std::move(data), window, std::move(dir)});
@@ -239,9 +242,7 @@ class window_writer {
   };
 
   void run() {
-#if defined(__linux__)
-    pthread_setname_np(pthread_self(), "strata traces");
-#endif
+    become_background_thread("strata traces");
     std::unique_lock lock(mutex_);
     for (;;) {
       work_.wait(lock, [&] { return closing_ || !queue_.empty(); });
@@ -421,6 +422,8 @@ struct profiler::session {
     action_ = action_at(config_.schedule, 0);
     // A schedule that waits first: its first window should not make the store in its step.
     if (!is_recording(action_)) detail::registry::instance().prepare_store(window_settings(clock::now()));
+    // Nor should the step that ends the first window start the thread that writes it.
+    if (writes_in_background()) writer_.start();
     std::exception_ptr failed = transition(profiler_action::none, action_, false);
     open_step();
     if (failed) std::rethrow_exception(failed);
