@@ -2,15 +2,15 @@
 // made, kept, lost and spilled, and how much memory the process used.
 //
 //   sustained_load lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]
-//                  [--memory-limit-mb M] [--no-spill] [--ring RECORDS] [--nested]
+//                  [--memory-limit-mb M] [--preallocate-mb M] [--no-spill] [--ring RECORDS] [--nested]
 //                  [--export] [--table]
 //
 // N recording threads (default 2) each record R scopes per second (default 5,000,000; 0: as
 // fast as they can) for S seconds (default 4), pacing themselves against steady_clock in
 // batches of 4096 scopes. --contention adds one spinning thread per core, so the recording
 // threads, the store's writer and the spinners compete for the cores as on a busy host.
-// "lossless" uses the default settings (only output_dir set; --memory-limit-mb and --no-spill
-// change them) and must lose nothing (with --no-spill: keep exactly the limit's blocks plus one
+// "lossless" uses the default settings (only output_dir set; --memory-limit-mb,
+// --preallocate-mb and --no-spill change them) and must lose nothing (with --no-spill: keep exactly the limit's blocks plus one
 // per thread); "flight" is a flight recorder (overflow_policy::flight_recorder) keeping
 // the newest RECORDS - 1 per thread (default 2^18) in constant memory. --nested records ops of
 // three nested scopes each (4 records an op) instead of flat scopes, so blocks hold parents
@@ -100,6 +100,7 @@ struct options {
   int threads = 2;
   bool contention = false;
   std::size_t memory_limit_mb = 0;  // 0: the default
+  long long preallocate_mb = -1;    // -1: the default
   bool spill = true;
   std::size_t ring = std::size_t{1} << 18;
   bool nested = false;
@@ -124,6 +125,7 @@ bool parse(int argc, char** argv, options& o) {
     else if (a == "--rate" && has_value) o.rate = std::strtod(argv[++i], nullptr);
     else if (a == "--threads" && has_value) o.threads = std::atoi(argv[++i]);
     else if (a == "--memory-limit-mb" && has_value) o.memory_limit_mb = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--preallocate-mb" && has_value) o.preallocate_mb = std::strtoll(argv[++i], nullptr, 10);
     else if (a == "--ring" && has_value) o.ring = std::strtoull(argv[++i], nullptr, 10);
     else return false;
   }
@@ -137,7 +139,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: %s lossless|flight [--seconds S] [--rate R] [--threads N] [--contention]\n"
-                 "       [--memory-limit-mb M] [--no-spill] [--ring RECORDS] [--nested] [--export] [--table]\n",
+                 "       [--memory-limit-mb M] [--preallocate-mb M] [--no-spill] [--ring RECORDS] [--nested]\n"
+                 "       [--export] [--table]\n",
                  argv[0]);
     return 2;
   }
@@ -148,6 +151,7 @@ int main(int argc, char** argv) {
     config.buffer_capacity = o.ring;
   }
   if (o.memory_limit_mb != 0) config.memory_limit = o.memory_limit_mb << 20;
+  if (o.preallocate_mb >= 0) config.preallocate = static_cast<std::size_t>(o.preallocate_mb) << 20;
   config.spill = o.spill;
   strata::profiler prof(config);
 

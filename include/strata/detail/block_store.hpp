@@ -579,16 +579,20 @@ class taken_blocks {
     return n;
   }
 
-  /// Copies every record, in chain order, to `out` (in front of what is there already), then
-  /// gives the blocks back.
+  /// Copies every record, in chain order, to `out` (in front of what is there already), giving
+  /// each block back once it is copied, so that the copy and the blocks together hold about
+  /// what the blocks held.
   void move_to_front_of(std::vector<record>& out) {
     std::vector<record> all;
     all.reserve(record_count() + out.size());
-    for (const part& p : parts_) {
-      if (p.block != nullptr)
+    for (part& p : parts_) {
+      if (p.block != nullptr) {
         all.insert(all.end(), p.block->records, p.block->records + p.count);
-      else
+        std::lock_guard lock(store_->mutex());
+        store_->return_taken_locked(std::exchange(p.block, nullptr));
+      } else {
         all.insert(all.end(), p.copy.begin(), p.copy.end());
+      }
     }
     all.insert(all.end(), lent_, lent_ + lent_count_);
     all.insert(all.end(), out.begin(), out.end());

@@ -223,6 +223,19 @@ class registry {
     if (store) store->end_session();
   }
 
+  /// Between sessions, when no session follows (a profiler stops): the store's writer stops, its
+  /// free blocks go back to the system, and so will the blocks of the session being collected,
+  /// as their records are copied out. The store stays until release_store().
+  void release_free_blocks() {
+    std::shared_ptr<block_store> store;
+    {
+      std::lock_guard lock(mutex_);
+      if ((load_state() & layer_mask_bits) != 0) return;  // a session records: it is in use
+      store = store_;
+    }
+    if (store) store->release_free_blocks();
+  }
+
   /// Between sessions, when no session follows soon (a profiler stopped): the store's writer
   /// stops and its free blocks go back to the system. The next session makes a new store.
   void release_store() {

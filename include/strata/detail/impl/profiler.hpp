@@ -623,10 +623,10 @@ struct profiler::session {
     std::shared_ptr<trace_data> ended;
     bool ready = false;
     if (prev == profiler_action::record_and_save) {
-      ended = end_window();
+      ended = end_window(exiting);
       ready = true;
     } else if (prev == profiler_action::record && !next_records) {
-      ended = end_window();
+      ended = end_window(exiting);
       ready = exiting;  // RECORD -> NONE/WARMUP discards the window, as torch does
     }
     if (exiting) {
@@ -701,9 +701,13 @@ struct profiler::session {
   }
 
   // Ends the registry's session and takes its records, unordered: what must happen before the
-  // next window may begin. Ordering them and finishing the clock can wait.
-  std::shared_ptr<trace_data> end_window() {
+  // next window may begin. Ordering them and finishing the clock can wait. `last`: no window
+  // follows, so the store keeps no free blocks for one, and the blocks whose records are copied
+  // out (now, for a thread that spilled; else when the window is ordered) go back to the system
+  // one by one instead of doubling what the session holds.
+  std::shared_ptr<trace_data> end_window(bool last) {
     detail::registry::instance().end_session();
+    if (last) detail::registry::instance().release_free_blocks();
     auto ended = std::make_shared<trace_data>(std::move(recording_data_));
     ended->stop_ticks = clock::now();
     recording_ = false;
