@@ -62,6 +62,7 @@ for spec in "${BUILDS[@]}"; do
     failed=$((failed + 1))
     continue
   fi
+  built=$SECONDS
   log "== $name: test"
   env_prefix=()
   if [ "$name" = tsan ] && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -82,19 +83,24 @@ for spec in "${BUILDS[@]}"; do
     failed=$((failed + 1))
     continue
   fi
-  read -r p f < <(python3 - "$log_json" <<'PY'
+  # The counts, then the slowest tests: where a build's test time goes.
+  read -r p f slowest < <(python3 - "$log_json" <<'PY'
 import json, sys
 p = f = 0
+took = []
 for line in open(sys.argv[1]):
     line = line.strip()
     if not line:
         continue
-    r = json.loads(line).get("result")
+    t = json.loads(line)
+    r = t.get("result")
     if r in ("OK", "EXPECTEDFAIL"):
         p += 1
     elif r != "SKIP":
         f += 1
-print(p, f)
+    took.append((t.get("duration", 0), t.get("name", "?").split(" / ")[-1]))
+took.sort(reverse=True)
+print(p, f, ", ".join(f"{name} {d:.0f} s" for d, name in took[:3]))
 PY
 )
   grep -E '^(Ok|Fail|Expected Fail|Unexpected Pass|Skipped|Timeout):' "$dir.test.log" | tr '\n' ' ' >&2
@@ -109,7 +115,7 @@ PY
   fi
   passed=$((passed + p))
   failed=$((failed + f))
-  log "== $name: $p passed, $f failed, $((SECONDS - started)) s"
+  log "== $name: $p passed, $f failed, $((SECONDS - started)) s (build $((built - started)) s, tests $((SECONDS - built)) s; slowest: $slowest)"
 done
 
 echo "$passed passed, $failed failed"
