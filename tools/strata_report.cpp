@@ -19,6 +19,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "strata/analysis/compare.hpp"
 #include "strata/analysis/key_averages.hpp"
 #include "strata/analysis/merge_averages.hpp"
@@ -544,7 +548,26 @@ int run(const options& o) {
 // own trace over the one it is reading (strata's implementation is linked in for its tables).
 extern "C" const bool strata_ignore_environment = true;
 
+namespace {
+
+// Reading a trace allocates and frees large buffers (a piece's parsed events, a thread's logs)
+// again and again. glibc serves each of 128 KiB or more with a fresh mmap and unmaps it when it
+// is freed, and gives the top of the heap back past 128 KiB free: every reuse faults its pages in
+// anew, which on a virtual machine costs 10-15 us a 4 KiB page (an 80 MB trace: 26,000 faults,
+// 0.2 s of system time in 0.52 s). Kept instead, freed memory is reused as it is (16,500 faults,
+// 0.39 s). What the process holds at its peak is unchanged: the same buffers, only not returned
+// between uses.
+void keep_freed_memory() noexcept {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: buffers below it come from the heap
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  keep_freed_memory();
   try {
     options o;
     try {
