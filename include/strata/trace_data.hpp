@@ -72,9 +72,9 @@ struct thread_track : track_identity {
   std::vector<record> records;
   spilled_records spilled;      ///< empty unless the session spilled some of the thread's records
   std::uint64_t lost = 0;       ///< dropped at the memory limit, or overwritten (flight recorder)
-  /// Between the end of a session and its ordering (detail/session.hpp): the thread's full
-  /// blocks, handed over as they are instead of copied while the session ended; ordering
-  /// moves their records to the front of `records`. Null in an ordered trace.
+  /// Between the end of a session and its ordering (detail/session.hpp): the thread's blocks,
+  /// handed over as they are (its current one lent) instead of copied while the session ended;
+  /// ordering moves their records to the front of `records`. Null in an ordered trace.
   std::shared_ptr<detail::taken_blocks> taken;
 
   /// Every record of the track, in `records` or spilled.
