@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/record.hpp"
+#include "strata/detail/huge_page_allocator.hpp"
 #include "strata/detail/id_index.hpp"
 #include "strata/detail/record_order.hpp"
 #include "strata/detail/session.hpp"
@@ -32,6 +33,9 @@ struct flow_point {
   std::size_t record = 0;  ///< the record's place in its track, oldest first
   std::uint64_t begin = 0; ///< when the record began (its track's unit)
 };
+
+/// A session's flow points: as many as its records on correlation paths, in huge pages.
+using flow_points = std::vector<flow_point, huge_page_allocator<flow_point>>;
 
 /// Sorts [first, last) stably by `less`. A path holds a handful of records, for which an
 /// insertion sort beats std::stable_sort, which allocates a buffer on every call.
@@ -53,7 +57,11 @@ void small_stable_sort(It first, It last, Less less) {
 /// offers each record it writes, so the records are read once), then builds the flows.
 class flow_builder {
  public:
-  explicit flow_builder(const trace_data& data) : data_(data) {}
+  /// Room is reserved (address space, not memory) for every record of `data` to be on a path,
+  /// so the members never move as they grow.
+  explicit flow_builder(const trace_data& data) : data_(data) {
+    members_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(data.recorded(), max_reserved)));
+  }
 
   /// Offers the record `index` (oldest first, as `read_track` reads them) of
   /// `data.threads[thread]`; records must be offered thread by thread, oldest first.
@@ -76,9 +84,11 @@ class flow_builder {
   }
 
   /// The flow events, ordered by flow id; ids count from 1.
-  std::vector<flow_point> build() const;
+  flow_points build() const;
 
  private:
+  // Beyond 2^26 members (2.5 GiB of them) the array grows as vectors do.
+  static constexpr std::uint64_t max_reserved = std::uint64_t{1} << 26;
   static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
   // What building reads of a record, so it does not go back to the records (a trace's records
   // rarely fit in cache); members of one path are linked in the order they were offered.
@@ -96,17 +106,17 @@ class flow_builder {
 
   const trace_data& data_;
   id_index ids_;
-  std::vector<path> paths_;  // first-seen order keeps the output deterministic
-  std::vector<member> members_;
+  std::vector<path, huge_page_allocator<path>> paths_;  // first-seen order keeps the output deterministic
+  std::vector<member, huge_page_allocator<member>> members_;
 };
 
-inline std::vector<flow_point> flow_builder::build() const {
+inline flow_points flow_builder::build() const {
   struct at {
     std::size_t thread, record;
     std::uint64_t begin;
   };
   const auto& threads = data_.threads;
-  std::vector<flow_point> out;
+  flow_points out;
   out.reserve(members_.size());
   std::vector<at> host, device;  // reused from path to path
   std::uint64_t next_id = 1;
@@ -164,7 +174,7 @@ inline std::vector<flow_point> flow_builder::build() const {
 }
 
 /// The flow events of `data`, ordered by flow id; ids count from 1.
-inline std::vector<flow_point> correlation_flows(const trace_data& data) {
+inline flow_points correlation_flows(const trace_data& data) {
   flow_builder flows(data);
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     std::size_t i = 0;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "strata/detail/huge_page_allocator.hpp"
+
 namespace strata {
 inline namespace v1 {
 namespace detail {
@@ -71,7 +73,7 @@ class id_index {
   }
 
   void grow() {
-    std::vector<slot> old(std::max<std::size_t>(64, slots_.size() * 2));
+    std::vector<slot, huge_page_allocator<slot>> old(std::max<std::size_t>(64, slots_.size() * 2));
     old.swap(slots_);
     for (const slot& s : old) {
       if (s.id == 0) continue;
@@ -81,9 +83,10 @@ class id_index {
     }
   }
 
-  std::vector<std::uint32_t> window_;
+  // Scratch of one pass over a session, tens of MiB for a large one: in huge pages.
+  std::vector<std::uint32_t, huge_page_allocator<std::uint32_t>> window_;
   std::uint64_t window_base_ = 0;
-  std::vector<slot> slots_;
+  std::vector<slot, huge_page_allocator<slot>> slots_;
   std::size_t hashed_ = 0;
   std::uint32_t size_ = 0;
 };

@@ -596,7 +596,7 @@ inline export_result write_chrome_trace(const trace_data& data, const std::files
   if (!memory.events.empty()) detail::write_memory_events(w, data, memory, pid);  // counts its events
   // Flow arrows along each correlation id: bound to the enclosing slice at the slice's own
   // start (`bp: e` on the end), as Kineto writes them, so Perfetto UI draws them.
-  const std::vector<detail::flow_point> flows = flow_paths.build();
+  const detail::flow_points flows = flow_paths.build();
   const detail::json_fragment flow_head(",\n{\"ph\":\"s\",\"id\":");  // the phase is patched in
   const detail::json_fragment flow_name(",\"cat\":\"strata.flow\",\"name\":\"correlation\",");
   const detail::json_fragment flow_bind("\"bp\":\"e\",");

@@ -370,7 +370,7 @@ class flow_marks {
           if (records[k].payload != 0) builder.offer(t, i, records[k]);
       });
     }
-    const std::vector<flow_point> points = builder.build();
+    const flow_points points = builder.build();
     for (const flow_point& f : points) ++start_[f.thread + 1];
     for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
     marks_.resize(points.size());
@@ -390,7 +390,7 @@ class flow_marks {
 
  private:
   std::vector<std::size_t> start_;
-  std::vector<mark> marks_;
+  std::vector<mark, huge_page_allocator<mark>> marks_;
 };
 
 /// Writes the events of one track as one packet sequence.
