@@ -97,7 +97,8 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
   return data;
 }
 
-// The formats, by the benchmark's third argument.
+// The formats, by the benchmark's third argument. The fourth is the Perfetto writer's threads
+// (perfetto_options::threads: 0 one per core, 1 the calling thread alone); the JSON writer has one.
 enum trace_format : std::int64_t { chrome_json = 0, perfetto = 1, chrome_json_gz = 2, perfetto_gz = 3 };
 
 void write_trace(benchmark::State& state) {
@@ -114,8 +115,9 @@ void write_trace(benchmark::State& state) {
   const std::uint64_t records = data.recorded();
   strata::export_result written;
   for (auto _ : state) {
-    written = format == perfetto || format == perfetto_gz ? strata::write_perfetto_trace(data, path)
-                                                          : strata::write_chrome_trace(data, path);
+    written = format == perfetto || format == perfetto_gz
+                  ? strata::write_perfetto_trace(data, path, {.threads = static_cast<unsigned>(state.range(3))})
+                  : strata::write_chrome_trace(data, path);
     benchmark::DoNotOptimize(written.bytes);
   }
   const auto iterations = static_cast<std::int64_t>(state.iterations());
@@ -132,11 +134,12 @@ void write_trace(benchmark::State& state) {
 
 // Real time: the export writes a file, and time blocked in write() is part of its cost.
 BENCHMARK(write_trace)
-    ->ArgNames({"records", "threads", "format"})
-    ->Args({1000000, 2, chrome_json})
-    ->Args({1000000, 2, perfetto})
-    ->Args({1000000, 2, chrome_json_gz})
-    ->Args({1000000, 2, perfetto_gz})
+    ->ArgNames({"records", "threads", "format", "writers"})
+    ->Args({1000000, 2, chrome_json, 1})
+    ->Args({1000000, 2, perfetto, 0})
+    ->Args({1000000, 2, perfetto, 1})
+    ->Args({1000000, 2, chrome_json_gz, 1})
+    ->Args({1000000, 2, perfetto_gz, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

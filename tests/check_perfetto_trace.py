@@ -108,6 +108,7 @@ def double(raw):
 class Decoded:
     def __init__(self):
         self.tracks = {}            # uuid -> dict
+        self.descriptors = {}       # uuid -> the TrackDescriptor's bytes
         self.events = defaultdict(list)  # track uuid -> [(ts, TrackEvent fields, sequence)]
         self.root = None
 
@@ -250,8 +251,13 @@ def decode(raw):
             if uuid == 0:
                 d.root = {"process_ordering": one(t, 19), "thread_ordering": one(t, 20)}
                 continue
-            if uuid in d.tracks:
-                fail(f"track {uuid} described twice")
+            # A track described again with the same fields is the same track to trace_processor
+            # (a file written by several threads describes a shared counter track in each).
+            if uuid in d.descriptors:
+                if d.descriptors[uuid] != descriptor:
+                    fail(f"track {uuid} described twice, differently")
+                continue
+            d.descriptors[uuid] = descriptor
             track = {"uuid": uuid, "parent": one(t, 5), "name": text(one(t, 2)), "rank": one(t, 12),
                      "child_ordering": one(t, 11), "counter": one(t, 8) is not None}
             process, thread = one(t, 3), one(t, 4)
@@ -318,6 +324,15 @@ def decode(raw):
         ef = fields(event)
         uuid = one(ef, 11, state["track"])                 # track_uuid, else the default
         d.events[uuid].append((ts, ef, state["interned"]))
+        # Counter samples carried by the event (extra_counter_track_uuids and _values, and
+        # their double twins): trace_processor adds each to its track at the event's time.
+        for uuids, values, wire in ((31, 12, 0), (45, 46, 1)):
+            us, vs = many(ef, uuids), many(ef, values)
+            if len(us) != len(vs):
+                fail(f"sequence {seq}: {len(us)} extra counter tracks for {len(vs)} values")
+            for u, v in zip(us, vs):
+                sample = [(9, 0, 4), (30, 0, v)] if wire == 0 else [(9, 0, 4), (44, 1, v)]
+                d.events[u].append((ts, sample, state["interned"]))
     return d
 
 
@@ -524,9 +539,12 @@ def compare(trace, d, mode):
                             and (o["ts"], -o["dur"]) < (s["ts"], -s["dur"]))
             if enclosing != s["depth"]:
                 fail(f"{thread_names[key]!r}: {s['name']!r} at depth {s['depth']} lies within {enclosing} slices")
-    want_c = {k: [(check_trace.ns(e["ts"]), plain(e["args"]["value"])) for e in v] for k, v in json_c.items()}
-    got_c = {k: [(c["ts"], None if c["value"] != c["value"] or abs(c["value"]) == float("inf") else c["value"])
-                 for c in v] for k, v in pf_counters.items()}
+    # A counter track's samples as trace_processor orders them: by time (the samples of several
+    # threads, written on sequences of their own, interleave in the file in no set order).
+    samples = lambda v: sorted(v, key=lambda c: (c[0], repr(c[1])))
+    want_c = {k: samples([(check_trace.ns(e["ts"]), plain(e["args"]["value"])) for e in v]) for k, v in json_c.items()}
+    got_c = {k: samples([(c["ts"], None if c["value"] != c["value"] or abs(c["value"]) == float("inf") else c["value"])
+                         for c in v]) for k, v in pf_counters.items()}
     if want_c != got_c:
         fail(f"counters differ: JSON {sorted(want_c)}, Perfetto {sorted(got_c)}")
 
@@ -542,13 +560,20 @@ def compare(trace, d, mode):
                 pf_flows[fid].append(("s", key, s["ts"]))
             for fid in s["ends"]:
                 pf_flows[fid].append(("f", key, s["ts"]))
-    chains = lambda flows: sorted(tuple((k, t) for _, k, t in sorted(v, key=lambda x: (x[2], x[0] == "f")))
-                                  for v in flows.values())
+    in_order = lambda v: sorted(v, key=lambda x: (x[2], x[0] == "f"))
+    chains = lambda flows: sorted(tuple((k, t) for _, k, t in in_order(v)) for v in flows.values())
+    # An id is free again once a flow ends with it (trace_processor reads the points in time
+    # order): the writer reuses ids, so the Perfetto chains are split at each end.
+    pf_chains = defaultdict(list)
     for fid, points in pf_flows.items():
-        if [p for p, _, _ in points].count("f") != 1:
-            fail(f"Perfetto flow {fid} does not end exactly once")
-    if chains(json_flows) != chains(pf_flows):
-        fail(f"flows differ: JSON {chains(json_flows)[:3]}, Perfetto {chains(pf_flows)[:3]}")
+        n = 0
+        for p in in_order(points):
+            pf_chains[(fid, n)].append(p)
+            n += p[0] == "f"
+        if points and in_order(points)[-1][0] != "f":
+            fail(f"Perfetto flow {fid} does not end")
+    if chains(json_flows) != chains(pf_chains):
+        fail(f"flows differ: JSON {chains(json_flows)[:3]}, Perfetto {chains(pf_chains)[:3]}")
     return thread_names, pf_slices
 
 
@@ -645,7 +670,7 @@ def main():
             print(f"{writer} {mode} failed ({run.returncode}):\n{run.stdout}{run.stderr}", file=sys.stderr)
             return 1
         files = {f: open(os.path.join(tmp, f), "rb").read()
-                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz")}
+                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz", "trace.threads.pftrace")}
         for plain_name in ("trace.json", "trace.pftrace"):
             if gzip.decompress(files[plain_name + ".gz"]) != files[plain_name]:
                 fail(f"{plain_name}.gz does not decompress to {plain_name}")
@@ -677,6 +702,14 @@ def main():
                 lost = [e for e in trace["traceEvents"] if e.get("cat") == "strata"]
                 if not lost:
                     fail("the basic session should have lost records to check")
+            # The same session written by three threads: the same tracks, events and flows.
+            try:
+                threaded = decode(files["trace.threads.pftrace"])
+            except (ValueError, UnicodeDecodeError) as e:
+                fail(f"trace.threads.pftrace does not decode: {e}")
+                threaded = None
+            if threaded is not None:
+                compare(trace, threaded, mode)
             ratio = len(files["trace.pftrace"]) / max(1, len(files["trace.json"]))
             print(f"{mode}: {len(files['trace.pftrace'])} bytes Perfetto, {len(files['trace.json'])} bytes JSON "
                   f"({ratio:.2f})")

@@ -10,8 +10,9 @@
 //                              earlier session; DIR/expect.json gives the counts
 //
 // Writes DIR/trace.json and DIR/expect.json (basic) or DIR/names.json (hostile). With
-// --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), DIR/trace.json.gz
-// and DIR/trace.pftrace.gz, for check_perfetto_trace.py to hold against trace.json.
+// --all-formats, the same session also goes to DIR/trace.pftrace (Perfetto), DIR/trace.json.gz,
+// DIR/trace.pftrace.gz and DIR/trace.threads.pftrace (Perfetto written by three threads), for
+// check_perfetto_trace.py to hold against trace.json.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -47,6 +48,9 @@ void export_traces(strata::profiler& prof, const std::filesystem::path& dir) {
   prof.export_perfetto_trace((dir / "trace.pftrace").string());
   strata::write_chrome_trace(prof.data(), dir / "trace.json.gz");
   strata::write_perfetto_trace(prof.data(), dir / "trace.pftrace.gz");
+  // Written by three threads, each with tracks of its own (a session this small is otherwise
+  // written by one): the same events, the packets of different tracks interleaved.
+  strata::write_perfetto_trace(prof.data(), dir / "trace.threads.pftrace", {.threads = 3});
 }
 
 // Bytes as a JSON array of numbers, so the expectation itself needs no escaping.

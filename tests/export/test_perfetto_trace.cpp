@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -88,7 +89,7 @@ struct event {
 std::vector<event> events_of(std::string_view trace) {
   std::vector<event> out;
   std::uint64_t clock[64] = {};
-  std::vector<std::pair<std::uint64_t, std::string>> names;  // (iid, name) of the last sequence
+  std::vector<std::pair<std::uint64_t, std::string>> names[64];  // (iid, name) by sequence
   for (const field& p : fields_of(trace)) {
     REQUIRE(p.number == 1);  // Trace.packet
     const auto pf = fields_of(p.bytes);
@@ -107,7 +108,7 @@ std::vector<event> events_of(std::string_view trace) {
       for (const field& table : fields_of(interned->bytes))
         if (table.number == 2) {  // event_names
           const auto ef = fields_of(table.bytes);
-          names.emplace_back(find(ef, 1)->value, std::string(find(ef, 2)->bytes));
+          names[seq->value].emplace_back(find(ef, 1)->value, std::string(find(ef, 2)->bytes));
         }
     const field* te = find(pf, 11);
     REQUIRE(te != nullptr);
@@ -115,7 +116,7 @@ std::vector<event> events_of(std::string_view trace) {
     const auto ef = fields_of(te->bytes);
     std::string name;
     if (const field* iid = find(ef, 10)) {
-      for (const auto& [id, n] : names)
+      for (const auto& [id, n] : names[seq->value])
         if (id == iid->value) name = n;
     } else if (const field* inline_name = find(ef, 23)) {
       name = std::string(inline_name->bytes);
@@ -288,4 +289,124 @@ TEST_CASE("perfetto trace: the clock snapshot relates every clock trace_processo
     CHECK(s.primary == 11);  // BUILTIN_CLOCK_TRACE_FILE: trace_processor then assumes BOOTTIME aligned
     CHECK(s.clocks == std::vector<clock>{{64, 1000, true}, {11, 1000, false}, {3, 1000, false}});
   }
+}
+
+namespace perfetto_test {
+
+// The TrackEvents of a trace, each as its fields, in file order.
+std::vector<std::vector<field>> track_events_of(std::string_view trace) {
+  std::vector<std::vector<field>> out;
+  for (const field& p : fields_of(trace))
+    if (const auto pf = fields_of(p.bytes); const field* te = find(pf, 11)) out.push_back(fields_of(te->bytes));
+  return out;
+}
+
+std::vector<std::uint64_t> all_of(const std::vector<field>& fs, std::uint32_t number) {
+  std::vector<std::uint64_t> out;
+  for (const field& f : fs)
+    if (f.number == number) out.push_back(f.value);
+  return out;
+}
+
+}  // namespace perfetto_test
+
+TEST_CASE("perfetto trace: counters sampled at an event's instant ride in its packet") {
+  strata_test::temp_dir dir;
+  const auto d = session({{1000, 3000, &op_site, 0},
+                          {1000, std::bit_cast<std::uint64_t>(2.0), &depth_site, 0},
+                          {1500, 1500, &tick_site, 0},
+                          {1500, std::bit_cast<std::uint64_t>(2.5), &depth_site, 0},
+                          {1500, std::bit_cast<std::uint64_t>(-3.0), &depth_site, 0},
+                          {2000, std::bit_cast<std::uint64_t>(4.0), &depth_site, 0}});
+  strata::write_perfetto_trace(d, dir / "t.pftrace");
+  const auto events = track_events_of(read_file(dir / "t.pftrace"));
+  // The op's begin carries 2; the tick carries 2.5 (a double) and -3; the sample at 2000 has
+  // no event of its own instant and is a counter event; then the op's end.
+  REQUIRE(events.size() == 4);
+  const auto& op = events[0];
+  CHECK(find(op, 9)->value == begin);
+  REQUIRE(all_of(op, 31).size() == 1);                  // extra_counter_track_uuids
+  CHECK(all_of(op, 12) == std::vector<std::uint64_t>{2});  // extra_counter_values
+  const auto& tick = events[1];
+  CHECK(find(tick, 9)->value == instant);
+  CHECK(all_of(tick, 31) == all_of(op, 31));           // the same counter track
+  CHECK(all_of(tick, 12) == std::vector<std::uint64_t>{static_cast<std::uint64_t>(std::int64_t{-3})});
+  CHECK(all_of(tick, 45) == all_of(op, 31));           // extra_double_counter_track_uuids
+  CHECK(all_of(tick, 46) == std::vector<std::uint64_t>{std::bit_cast<std::uint64_t>(2.5)});
+  CHECK(find(events[2], 9)->value == counter);
+  CHECK(find(events[2], 30)->value == 4);
+  CHECK(find(events[2], 11)->value == all_of(op, 31)[0]);
+  CHECK(find(events[3], 9)->value == end);
+}
+
+TEST_CASE("perfetto trace: a flow id is reused once its flow has ended, never while it runs") {
+  strata_test::temp_dir dir;
+  std::vector<strata::record> records;
+  SUBCASE("paths one after another share one id") {
+    for (std::uint64_t c = 1; c <= 300; ++c) {
+      const std::uint64_t t = 1000 * c;
+      records.push_back({t, t + 500, &op_site, c});
+      records.push_back({t + 100, t + 200, &child_site, c});
+    }
+    auto d = session(records);
+    d.stop_ticks = 400000;
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    std::vector<std::uint64_t> starts, ends;
+    for (const auto& e : track_events_of(read_file(dir / "t.pftrace"))) {
+      for (std::uint64_t id : all_of(e, 36)) starts.push_back(id);  // flow_ids (varint)
+      for (std::uint64_t id : all_of(e, 42)) ends.push_back(id);    // terminating_flow_ids
+    }
+    CHECK(starts == std::vector<std::uint64_t>(300, 1));
+    CHECK(ends == std::vector<std::uint64_t>(300, 1));
+  }
+  SUBCASE("a flow that begins while another runs takes another id") {
+    // Path 1: op [1000, 9000] -> child at 4000; path 2 inside it: op [2000, 3000] -> child at 2500.
+    auto d = session({{1000, 9000, &op_site, 1},
+                      {2000, 3000, &op_site, 2},
+                      {2500, 2600, &child_site, 2},
+                      {4000, 4100, &child_site, 1}});
+    strata::write_perfetto_trace(d, dir / "t.pftrace");
+    const auto events = track_events_of(read_file(dir / "t.pftrace"));
+    std::vector<std::uint64_t> starts, ends;
+    for (const auto& e : events) {
+      for (std::uint64_t id : all_of(e, 36)) starts.push_back(id);
+      for (std::uint64_t id : all_of(e, 42)) ends.push_back(id);
+    }
+    REQUIRE(starts.size() == 2);
+    REQUIRE(ends.size() == 2);
+    CHECK(starts[0] != starts[1]);
+    CHECK(ends == std::vector<std::uint64_t>{starts[1], starts[0]});  // path 2 ends first
+  }
+}
+
+TEST_CASE("perfetto trace: written by several threads, each track's events are the same") {
+  strata_test::temp_dir dir;
+  strata::trace_data d = session({});
+  d.threads.clear();
+  for (std::uint64_t k = 0; k < 5; ++k) {
+    strata::thread_track t;
+    t.tid = 20 + k;
+    t.name = "worker " + std::to_string(k);
+    t.sort_index = static_cast<std::uint32_t>(k);
+    for (std::uint64_t i = 0; i < 100 * (k + 1); ++i) {
+      const std::uint64_t at = 1000 + 100 * i;
+      t.records.push_back({at, at + 50, &op_site, k * 1000 + i + 1});
+      t.records.push_back({at + 10, at + 20, &child_site, k * 1000 + i + 1});
+      t.records.push_back({at + 30, at + 30, &tick_site, 0});
+      t.records.push_back({at + 30, std::bit_cast<std::uint64_t>(1.0 * static_cast<double>(i)), &depth_site, 0});
+    }
+    d.threads.push_back(t);
+  }
+  d.stop_ticks = 200000;
+  const auto one = strata::write_perfetto_trace(d, dir / "one.pftrace", {.threads = 1});
+  const auto three = strata::write_perfetto_trace(d, dir / "three.pftrace", {.threads = 3});
+  CHECK(three.events >= one.events);  // a shared counter track may be described by each thread
+  const auto by_sequence = [](const std::vector<event>& events) {
+    std::map<std::uint64_t, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>>> out;
+    for (const event& e : events) out[e.sequence].emplace_back(e.type, e.ts, e.name);
+    return out;
+  };
+  const auto want = by_sequence(events_of(read_file(dir / "one.pftrace")));
+  CHECK(want.size() == 5);
+  CHECK(by_sequence(events_of(read_file(dir / "three.pftrace"))) == want);
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -188,6 +189,11 @@ inline constexpr std::uint32_t event_track_uuid = 11;
 inline constexpr std::uint32_t event_name = 23;
 inline constexpr std::uint32_t event_counter_value = 30;
 inline constexpr std::uint32_t event_double_counter_value = 44;
+// Counter samples an event carries, at its time, the i-th value on the i-th track.
+inline constexpr std::uint32_t event_extra_counter_values = 12;               // repeated int64
+inline constexpr std::uint32_t event_extra_counter_track_uuids = 31;          // repeated uint64
+inline constexpr std::uint32_t event_extra_double_counter_track_uuids = 45;   // repeated uint64
+inline constexpr std::uint32_t event_extra_double_counter_values = 46;        // repeated double
 // Flow ids as varints: `flow_ids_old` and `terminating_flow_ids_old`, which trace_processor
 // reads when the fixed64 `flow_ids` (47) and `terminating_flow_ids` (48) are absent
 // (track_event_event_importer.h); strata's ids count from 1, so a varint takes 1-3 bytes, not 8.
@@ -277,11 +283,13 @@ class interner {
   strings tables_[3];
 };
 
-/// Streams packets into a trace file through a large buffer.
-class packet_stream {
+/// Whole packets gathered in a large buffer (each write() costs a system call) and handed on by
+/// `flush()` when it fills: to a file (`packet_stream`), or from another thread to a
+/// packet_stream (`packet_lane`).
+class packet_buffer {
  public:
-  explicit packet_stream(const std::filesystem::path& path)
-      : file_(path), buf_(new char[capacity]), cap_(capacity) {}
+  packet_buffer(const packet_buffer&) = delete;
+  packet_buffer& operator=(const packet_buffer&) = delete;
 
   /// Room for `n` bytes; `commit()` the end of what was written.
   char* reserve(std::size_t n) {
@@ -309,28 +317,75 @@ class packet_stream {
     commit(p + n);
   }
 
+  /// The packets written into this buffer so far.
   std::uint64_t packets() const noexcept { return packets_; }
 
-  export_result finish(const std::filesystem::path& path) {
-    flush();
-    file_.commit();
-    return {path, packets_, file_.bytes_written()};
-  }
+  /// Hands on what the buffer holds, and empties it.
+  virtual void flush() = 0;
+
+ protected:
+  packet_buffer() : buf_(new char[capacity]), cap_(capacity) {}
+  virtual ~packet_buffer() = default;
+
+  std::string_view gathered() const noexcept { return {buf_.get(), used_}; }
+  void clear() noexcept { used_ = 0; }
 
  private:
-  // Large writes: each write() costs a system call.
   static constexpr std::size_t capacity = std::size_t{1} << 20;
 
-  void flush() {
-    file_.write(std::string_view(buf_.get(), used_));
-    used_ = 0;
-  }
-
-  detail::trace_file file_;
   std::unique_ptr<char[]> buf_;
   std::size_t cap_;
   std::size_t used_ = 0;
   std::uint64_t packets_ = 0;
+};
+
+/// Streams packets into a trace file through a large buffer.
+class packet_stream final : public packet_buffer {
+ public:
+  explicit packet_stream(const std::filesystem::path& path) : file_(path) {}
+
+  void flush() override {
+    file_.write(gathered());
+    clear();
+  }
+
+  /// Appends `packets` whole packets gathered elsewhere (a packet_lane's buffer).
+  void append(std::string_view bytes, std::uint64_t packets) {
+    flush();
+    file_.write(bytes);
+    appended_ += packets;
+  }
+
+  export_result finish(const std::filesystem::path& path) {
+    flush();
+    file_.commit();
+    return {path, packets() + appended_, file_.bytes_written()};
+  }
+
+ private:
+  detail::trace_file file_;
+  std::uint64_t appended_ = 0;
+};
+
+/// Packets written on another thread into a packet_stream's file: gathered in a buffer of their
+/// own and appended to the stream under `lock`, a buffer at a time. A lane's packets stay in
+/// the order written; the lanes' buffers interleave in the file as they fill, which a trace
+/// may do (each packet names its sequence, and trace_processor sorts events by time).
+class packet_lane final : public packet_buffer {
+ public:
+  packet_lane(packet_stream& out, std::mutex& lock) : out_(out), lock_(lock) {}
+
+  void flush() override {
+    const std::lock_guard<std::mutex> hold(lock_);
+    out_.append(gathered(), packets() - handed_);
+    handed_ = packets();
+    clear();
+  }
+
+ private:
+  packet_stream& out_;
+  std::mutex& lock_;
+  std::uint64_t handed_ = 0;
 };
 
 }  // namespace perfetto

@@ -1,23 +1,27 @@
 // strata/export/perfetto_trace.hpp: a session in Perfetto's native protobuf trace format.
 //
 // The file is a `perfetto.protos.Trace` (a sequence of `TracePacket`s), which Perfetto UI,
-// trace_processor (SQL) and `traceconv` read directly. About a sixth of the JSON's bytes (25
-// against 146 per record in bench_export's mix), written faster; docs/trace-format.md has the
-// layout.
+// trace_processor (SQL) and `traceconv` read directly. About a sixth of the JSON's bytes (23.7
+// against 145 per record in bench_export's mix), written faster, on every core for a large
+// session; docs/trace-format.md has the layout.
 //
-//   sequence 1: track descriptors (written first, and for counters on first use)
+//   track descriptors (written first; a counter track's by each writing thread before its
+//   first sample there)
 //     root (uuid 0): processes and threads ordered explicitly
 //     host process ── one thread track per thread (named, ranked by registration order), and
 //                     one per steps track (a thread's ProfilerStep#N: tid 2^24 + its tid)
 //     NeuronCore k ── "engines" ── Kernel, Tensor, Vector, Scalar, GpSimd, DMA queue q, ...
 //     each process ── one counter track per counter name
-//   sequence 2 + i: the events of data.threads[i], oldest first
+//   sequence 2 + i: the events of data.threads[i], oldest first (the sequences of a file
+//     written by several threads interleave, a 1 MiB piece at a time)
 //     first packet: incremental state cleared, defaults (this track, clock 64), a clock
 //       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock),
 //       with CLOCK_BOOTTIME and CLOCK_REALTIME at the same instant (when the session knows
 //       them: every clock trace_processor meets must be related to the trace clock)
 //     then one packet per event: a timestamp delta in ns and a TrackEvent whose name,
-//       category and argument names are interned on the sequence the first time they occur
+//       category and argument names are interned on the sequence the first time they occur;
+//       a counter sampled at the instant of the event before it rides in that event's packet
+//       (extra counter values), and flow ids are reused once their flow has ended
 //
 // The wire format, field numbers (cited from Perfetto's .proto files), interned strings and
 // the packet stream are strata/export/perfetto_packets.hpp's.
@@ -31,11 +35,14 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -46,6 +53,7 @@
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
 #include "strata/detail/flows.hpp"
+#include "strata/detail/fork_join.hpp"
 #include "strata/detail/id_index.hpp"
 #include "strata/detail/json_escape.hpp"
 #include "strata/detail/padded_bytes.hpp"
@@ -348,6 +356,39 @@ class site_events {
   by_address<site_event> events_;  // callers keep references: they stay valid
 };
 
+/// Flow ids for the wire, reused so that they stay small (a varint of one or two bytes, not
+/// three): trace_processor reads the points of all sequences in time order, and a flow ends at
+/// its terminating id, after which the id may begin another flow. An id is reused only by a
+/// flow that begins strictly after the id's last flow ended; flows mostly come in time order,
+/// so the id that has been free longest is the one to try.
+class small_ids {
+ public:
+  /// An id for a flow whose points lie in [from, to] (ns).
+  std::uint64_t take(std::int64_t from, std::int64_t to) {
+    // A long flow at the front would keep every id behind it from being reused: it goes to
+    // the back, and the next is tried.
+    for (int tries = 0; tries < 2 && !used_.empty(); ++tries) {
+      const in_use front = used_.front();
+      used_.pop_front();
+      if (front.free_after < from) {
+        used_.push_back({front.id, to});
+        return front.id;
+      }
+      used_.push_back(front);
+    }
+    used_.push_back({++issued_, to});
+    return issued_;
+  }
+
+ private:
+  struct in_use {
+    std::uint64_t id;
+    std::int64_t free_after;
+  };
+  std::deque<in_use> used_;
+  std::uint64_t issued_ = 0;
+};
+
 /// The flow ids bound to each track's records, in record order, so the writer meets them as
 /// it goes: flow_ids on a record start or continue a flow, terminating_flow_ids end one.
 class flow_marks {
@@ -375,7 +416,22 @@ class flow_marks {
     for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
     marks_.resize(points.size());
     std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
-    for (const flow_point& f : points) marks_[next[f.thread]++] = {f.record, f.id, f.phase == 'f'};
+    small_ids ids;
+    for (std::size_t first = 0, last = 0; first < points.size(); first = last) {
+      // A flow's points are consecutive: [first, last). Its id on the wire is a small one,
+      // free again once the flow has ended.
+      std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
+      for (last = first; last < points.size() && points[last].id == points[first].id; ++last) {
+        const std::int64_t t = data.ns_of(data.threads[points[last].thread], points[last].begin);
+        from = std::min(from, t);
+        to = std::max(to, t);
+      }
+      const std::uint64_t id = ids.take(from, to);
+      for (std::size_t k = first; k < last; ++k) {
+        const flow_point& f = points[k];
+        marks_[next[f.thread]++] = {f.record, id, f.phase == 'f'};
+      }
+    }
     const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
     for (std::size_t t = 0; t + 1 < start_.size(); ++t) {
       const auto first = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t]);
@@ -393,10 +449,34 @@ class flow_marks {
   std::vector<mark, huge_page_allocator<mark>> marks_;
 };
 
+/// Sessions of this many records or more are written on every core (perfetto_options), by
+/// at most this many threads.
+inline constexpr std::uint64_t parallel_records = std::uint64_t{1} << 17;
+inline constexpr unsigned max_threads = 8;
+
+/// The tracks of `data` shared among `threads` writers: each track to the writer with the
+/// fewest records so far, largest first; each writer's tracks in order.
+inline std::vector<std::vector<std::size_t>> share_tracks(const trace_data& data, unsigned threads) {
+  std::vector<std::vector<std::size_t>> work(threads);
+  std::vector<std::size_t> by_size(data.threads.size());
+  for (std::size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
+    return data.threads[a].record_count() > data.threads[b].record_count();
+  });
+  std::vector<std::uint64_t> load(threads, 0);
+  for (std::size_t i : by_size) {
+    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    work[least].push_back(i);
+    load[least] += data.threads[i].record_count();
+  }
+  for (auto& w : work) std::sort(w.begin(), w.end());
+  return work;
+}
+
 /// Writes the events of one track as one packet sequence.
 class track_writer {
  public:
-  track_writer(packet_stream& out, interner& names, site_events& sites, const flow_marks& flows,
+  track_writer(packet_buffer& out, interner& names, site_events& sites, const flow_marks& flows,
                const trace_data& data, std::size_t track, std::uint32_t sequence,
                std::uint64_t uuid, std::uint64_t correlation_iid,
                std::vector<std::int64_t>& open_ends)
@@ -452,14 +532,20 @@ class track_writer {
         // A scope crossing its parent's end (a thread's RAII scopes never do) is cut there,
         // so the slices stay nested.
         if (!open_.empty() && end > open_.back()) end = open_.back();
+        const std::size_t folded = fold_counters(records + k + 1, n - k - 1, begin, t, ns_of, counter_track);
         event(e, begin, r.payload, i);
         open_.push_back(end);
+        k += folded;
+        i += folded;
       } else {
         while (!open_.empty() && open_.back() < begin) close_top();
         if (e.kind == record_kind::counter) {
           counter(e, begin, r.counter_value(), counter_track(t.pid != 0 ? t.pid : data_.pid, e));
         } else {
+          const std::size_t folded = fold_counters(records + k + 1, n - k - 1, begin, t, ns_of, counter_track);
           event(e, begin, r.payload, i);
+          k += folded;
+          i += folded;
         }
       }
     }
@@ -473,6 +559,65 @@ class track_writer {
   }
 
  private:
+  // A counter sample recorded at the instant of the event before it (a queue depth when a
+  // kernel is launched) rides in that event's packet as an extra counter value: 5 bytes
+  // instead of a packet of 14. At most this many to one event.
+  static constexpr std::size_t max_folded = 8;
+  struct folded_counter {
+    std::uint64_t track;
+    double value;
+  };
+
+  // Takes the counter records at the start of `next` (n of them at most) that fall at `t`, the
+  // time of the event about to be written, into `folded_`; returns how many it took.
+  template <class NsOf, class CounterTrack>
+  std::size_t fold_counters(const record* next, std::size_t n, std::int64_t t, const thread_track& track,
+                            const NsOf& ns_of, CounterTrack& counter_track) {
+    folded_count_ = 0;
+    while (folded_count_ < n && folded_count_ < max_folded) {
+      const record& c = next[folded_count_];
+      if (c.site->kind != record_kind::counter || ns_of(c.begin) > t) break;
+      site_event& e = sites_.of(c.site);
+      folded_[folded_count_++] = {counter_track(track.pid != 0 ? track.pid : data_.pid, e), c.counter_value()};
+    }
+    return folded_count_;
+  }
+
+  // Whole numbers as integers (a varint of a few bytes), the rest as doubles.
+  static bool whole(double value) noexcept {
+    return std::isfinite(value) && value == std::trunc(value) && std::fabs(value) < 9.0e18;
+  }
+
+  std::size_t folded_size() const noexcept {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < folded_count_; ++k) {
+      const folded_counter& c = folded_[k];
+      n += 2 + proto::varint_size(c.track);  // a 2-byte key either way
+      n += whole(c.value) ? 1 + proto::varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(c.value))) : 2 + 8;
+    }
+    return n;
+  }
+
+  char* put_folded(char* p) const noexcept {
+    for (std::size_t k = 0; k < folded_count_; ++k) {
+      const folded_counter& c = folded_[k];
+      if (whole(c.value)) {
+        p = proto::put_varint(p, proto::key(event_extra_counter_track_uuids, proto::wire::varint));
+        p = proto::put_varint(p, c.track);
+        p = proto::put_varint(p, proto::key(event_extra_counter_values, proto::wire::varint));
+        p = proto::put_varint(p, static_cast<std::uint64_t>(static_cast<std::int64_t>(c.value)));
+      } else {
+        std::uint64_t bits;
+        std::memcpy(&bits, &c.value, sizeof bits);
+        p = proto::put_varint(p, proto::key(event_extra_double_counter_track_uuids, proto::wire::varint));
+        p = proto::put_varint(p, c.track);
+        p = proto::put_varint(p, proto::key(event_extra_double_counter_values, proto::wire::fixed64));
+        p = proto::put_fixed64(p, bits);
+      }
+    }
+    return p;
+  }
+
   // The sequence's first packet: fresh incremental state, this track and clock 64 as defaults,
   // and a clock snapshot at `t0` relating clock 64 to the trace's clock.
   //
@@ -568,7 +713,7 @@ class track_writer {
 
   // A slice begin or an instant: the site's fields, then a correlation id and flow ids.
   void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
-    if (correlation_id == 0 && e.tail_sequence == sequence_) [[likely]] {
+    if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_) [[likely]] {
       // Nothing of its own: key, length, delta, then the sequence's tail of the site.
       const std::uint64_t delta = advance(t);
       const std::size_t size = 1 + proto::varint_size(delta) + e.tail.size();
@@ -593,7 +738,7 @@ class track_writer {
     const flow_marks::mark* const flows_end = next_flow_;
     std::size_t flow_size = 0;
     for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
-    const std::size_t event_size = e.fields.size() + correlation_size + flow_size;
+    const std::size_t event_size = e.fields.size() + correlation_size + flow_size + folded_size();
     const std::uint64_t delta = advance(t);
     const std::size_t size = packet_size(delta, interned, event_size);
     char* p = out_.reserve(1 + proto::varint_size(size) + size);
@@ -612,7 +757,8 @@ class track_writer {
       p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
       p = proto::put_varint(p, f->id);
     }
-    out_.commit(p);
+    out_.commit(put_folded(p));
+    folded_count_ = 0;
   }
 
   // A slice end: its type alone (the track is the sequence's default).
@@ -630,8 +776,7 @@ class track_writer {
 
   void counter(site_event& e, std::int64_t t, double value, std::uint64_t track) {
     const std::string_view interned = intern(e, false);
-    // Whole numbers as integers (a varint of a few bytes), the rest as doubles.
-    const bool whole = std::isfinite(value) && value == std::trunc(value) && std::fabs(value) < 9.0e18;
+    const bool whole = track_writer::whole(value);
     const std::size_t value_size = whole ? 2 + proto::varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(value))) : 2 + 8;
     const std::size_t event_size = e.fields.size() + 1 + proto::varint_size(track) + value_size;
     const std::uint64_t delta = advance(t);
@@ -675,7 +820,7 @@ class track_writer {
     out_.packet(packet);
   }
 
-  packet_stream& out_;
+  packet_buffer& out_;
   interner& names_;
   site_events& sites_;
   const flow_marks::mark* next_flow_;  // the next flow mark of this track
@@ -689,6 +834,8 @@ class track_writer {
   char sequence_key_[11] = {};
   std::size_t sequence_key_size_ = 0;
   padded_bytes end_tail_;  // what follows a slice end's delta
+  folded_counter folded_[max_folded] = {};  // the counters the next event carries
+  std::size_t folded_count_ = 0;
   bool started_ = false;
   bool correlation_sent_ = false;
   std::int64_t last_ = 0;
@@ -697,6 +844,15 @@ class track_writer {
 
 }  // namespace perfetto
 }  // namespace detail
+
+/// How `write_perfetto_trace` writes a file.
+struct perfetto_options {
+  /// Threads that encode the tracks, each track on one of them: 0 (the default) is one per core,
+  /// at most 8, for a session of 2^17 records or more, and the calling thread alone for a
+  /// smaller one; 1 is the calling thread alone. The file holds the same packets either way;
+  /// with several threads, the packets of different tracks interleave in a different order.
+  unsigned threads = 0;
+};
 
 /// Writes `data` to `path` in Perfetto's native protobuf format (`perfetto.protos.Trace`),
 /// atomically (a temporary file renamed into place); a path ending in `.gz` is written
@@ -715,13 +871,12 @@ class track_writer {
 /// strata::write_perfetto_trace(prof.data(), "strata-out/trace.pftrace");
 /// // trace_processor strata-out/trace.pftrace, or open it in ui.perfetto.dev
 /// ```
-inline export_result write_perfetto_trace(const trace_data& data, const std::filesystem::path& path) {
+inline export_result write_perfetto_trace(const trace_data& data, const std::filesystem::path& path,
+                                          const perfetto_options& options = {}) {
   require_trace_format(path.string(), trace_format::perfetto);
   namespace pf = detail::perfetto;
   using detail::proto::message;
   pf::packet_stream out(path);
-  pf::interner names;
-  pf::site_events sites(names);
   std::uint64_t next_uuid = 1;
 
   // Root: processes and threads in the order given by their ranks (host first, then cores).
@@ -787,26 +942,6 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
     descriptor(track);
   }
 
-  // Counter tracks: one per process and name, described the first time a sample needs it.
-  std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> counter_tracks;
-  const auto counter_track = [&](std::uint64_t pid, pf::site_event& e) -> std::uint64_t {
-    if (e.counter_track != 0 && e.counter_pid == pid) return e.counter_track;
-    auto [it, inserted] = counter_tracks.try_emplace({pid, e.counter_name}, 0);
-    if (inserted) {
-      it->second = next_uuid++;
-      const std::uint64_t parent = pid == data.pid ? host_uuid : devices.at(pid).uuid;
-      message track, counter;
-      track.varint(pf::track_uuid, it->second)
-          .varint(pf::track_parent_uuid, parent)
-          .bytes(pf::track_name, e.counter_name)
-          .nested(pf::track_counter, counter);
-      descriptor(track);
-    }
-    e.counter_pid = pid;
-    e.counter_track = it->second;
-    return it->second;
-  };
-
   // Memory records become samples of two counter tracks per device on the host process,
   // `Allocated <device>` and `Reserved <device>` (their sizes and totals come from pairing the
   // frees, strata/analysis/memory.hpp); an unpaired free makes none.
@@ -815,32 +950,90 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   for (std::size_t k = 0; k < memory.events.size(); ++k) sample_of[memory.events[k].track].emplace(memory.events[k].record, k);
   std::deque<std::string> memory_names;
   std::map<std::string, site> memory_sites;  // node-based: the sites' addresses stay put
-  const auto memory_site = [&](const std::string& name) -> const site* {
+  std::vector<const site*> memory_site_of(memory.events.size());
+  for (std::size_t k = 0; k < memory.events.size(); ++k) {
+    const memory_sample& m = memory.events[k];
+    const std::string name = (m.op == memory_op::reserve ? "Reserved " : "Allocated ") + device_label(m.device);
     auto it = memory_sites.find(name);
     if (it == memory_sites.end()) {
       memory_names.push_back(name);
       it = memory_sites.emplace(name, site{memory_names.back().c_str(), "", 0, layer::user, record_kind::counter,
                                            nullptr, nullptr, "memory"}).first;
     }
-    return &it->second;
-  };
+    memory_site_of[k] = &it->second;
+  }
+
+  // The tracks are written as packet sequences of their own, so several threads can write
+  // them at once, each into a lane (its own buffer, appended to the file a buffer at a time)
+  // with its own interned strings.
+  unsigned threads = options.threads;
+  if (threads == 0) threads = data.recorded() >= pf::parallel_records ? std::thread::hardware_concurrency() : 1u;
+  threads = std::clamp(threads, 1u, pf::max_threads);
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(data.threads.size(), 1)));
+  const std::vector<std::vector<std::size_t>> work = pf::share_tracks(data, threads);
 
   // Flows are marked on the slices they bind to, so they are built before the events.
   const pf::flow_marks flows(data);
-  const std::uint64_t correlation_iid = names.id(pf::interner::annotation_name, "correlation_id");
-  std::vector<std::int64_t> open_ends;
-  for (std::size_t i = 0; i < data.threads.size(); ++i) {
-    pf::track_writer w(out, names, sites, flows, data, i, static_cast<std::uint32_t>(i + 2), track_uuids[i],
-                       correlation_iid, open_ends);
-    w.write(counter_track, [&](std::size_t index, auto&& sample) {
-      const auto found = sample_of[i].find(index);
-      if (found == sample_of[i].end()) return;
-      const memory_sample& m = memory.events[found->second];
-      const bool reserve = m.op == memory_op::reserve;
-      sample(memory_site((reserve ? "Reserved " : "Allocated ") + device_label(m.device)),
-             static_cast<double>(reserve ? m.total_reserved : m.total_allocated));
-    });
-  }
+
+  // Counter tracks: one per process and name. Their uuids are the file's, given out under a
+  // lock; each thread describes a counter track in its own lane before its first sample there
+  // (the same descriptor twice is one track to trace_processor).
+  std::mutex counters_lock;
+  std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> counter_uuids;
+  struct lane_state {
+    lane_state(pf::packet_stream& out, std::mutex& lock) : lane(out, lock), sites(names) {}
+    pf::packet_lane lane;
+    pf::interner names;
+    pf::site_events sites;
+    std::vector<std::int64_t> open_ends;
+    std::vector<std::uint64_t> described;  // counter tracks described in this lane
+  };
+  std::mutex file_lock;
+  std::deque<lane_state> lanes;
+  for (unsigned k = 0; k < threads; ++k) lanes.emplace_back(out, file_lock);
+  out.flush();  // the descriptors come first in the file
+
+  detail::fork_join parallel;
+  parallel.run(threads, [&](unsigned k) {
+    lane_state& w = lanes[k];
+    const auto counter_track = [&](std::uint64_t pid, pf::site_event& e) -> std::uint64_t {
+      if (e.counter_track != 0 && e.counter_pid == pid) return e.counter_track;
+      std::uint64_t uuid;
+      {
+        const std::lock_guard<std::mutex> hold(counters_lock);
+        auto [it, inserted] = counter_uuids.try_emplace({pid, e.counter_name}, 0);
+        if (inserted) it->second = next_uuid++;
+        uuid = it->second;
+      }
+      if (std::find(w.described.begin(), w.described.end(), uuid) == w.described.end()) {
+        w.described.push_back(uuid);
+        const std::uint64_t parent = pid == data.pid ? host_uuid : devices.at(pid).uuid;
+        message track, counter, packet;
+        track.varint(pf::track_uuid, uuid)
+            .varint(pf::track_parent_uuid, parent)
+            .bytes(pf::track_name, e.counter_name)
+            .nested(pf::track_counter, counter);
+        w.lane.packet(packet.nested(pf::packet_track_descriptor, track));
+      }
+      e.counter_pid = pid;
+      e.counter_track = uuid;
+      return uuid;
+    };
+    const std::uint64_t correlation_iid = w.names.id(pf::interner::annotation_name, "correlation_id");
+    for (std::size_t i : work[k]) {
+      if (parallel.stop()) return;
+      pf::track_writer tw(w.lane, w.names, w.sites, flows, data, i, static_cast<std::uint32_t>(i + 2),
+                          track_uuids[i], correlation_iid, w.open_ends);
+      tw.write(counter_track, [&](std::size_t index, auto&& sample) {
+        const auto found = sample_of[i].find(index);
+        if (found == sample_of[i].end()) return;
+        const memory_sample& m = memory.events[found->second];
+        sample(memory_site_of[found->second],
+               static_cast<double>(m.op == memory_op::reserve ? m.total_reserved : m.total_allocated));
+      });
+    }
+    w.lane.flush();
+  });
   return out.finish(path);
 }
 
