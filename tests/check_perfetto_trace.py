@@ -659,6 +659,15 @@ def check_memory(trace, d):
             fail(f"Perfetto counter {name!r}: {values(name)}, want {want_values}")
 
 
+def decoded(files, name):
+    """The Perfetto file `name` decoded, or None (a failure) if it does not decode."""
+    try:
+        return decode(files[name])
+    except (ValueError, UnicodeDecodeError) as e:
+        fail(f"{name} does not decode: {e}")
+        return None
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[2] not in ("basic", "hostile", "empty", "device", "steps", "spilled", "memory"):
         print(__doc__, file=sys.stderr)
@@ -678,11 +687,7 @@ def main():
         if raw.returncode != 0:
             fail(f"protoc --decode_raw rejects trace.pftrace: {raw.stderr.decode(errors='replace')}")
         trace = check_trace.load_trace(os.path.join(tmp, "trace.json"))
-        try:
-            d = decode(files["trace.pftrace"])
-        except (ValueError, UnicodeDecodeError) as e:
-            fail(f"trace.pftrace does not decode: {e}")
-            d = None
+        d = decoded(files, "trace.pftrace")
         if d is not None:
             # A profiler's session knows BOOTTIME, so its trace clock is MONOTONIC: steady_clock,
             # the clock of the JSON's ts.
@@ -703,11 +708,7 @@ def main():
                 if not lost:
                     fail("the basic session should have lost records to check")
             # The same session written by three threads: the same tracks, events and flows.
-            try:
-                threaded = decode(files["trace.threads.pftrace"])
-            except (ValueError, UnicodeDecodeError) as e:
-                fail(f"trace.threads.pftrace does not decode: {e}")
-                threaded = None
+            threaded = decoded(files, "trace.threads.pftrace")
             if threaded is not None:
                 compare(trace, threaded, mode)
             ratio = len(files["trace.pftrace"]) / max(1, len(files["trace.json"]))
