@@ -2,8 +2,10 @@
 // gives each variable a value, or leaves it unset; the result is a configuration or a
 // strata::error, and a configuration must be one the profiler accepts as far as these values go.
 //
-// strata's implementation, compiled here, reads the environment at static initialisation; the
-// runner (run_fuzz.py) clears STRATA_PROFILE, so no capture starts.
+// strata's implementation (the build's, linked in) reads the environment at static
+// initialisation; the runner (run_fuzz.py) clears STRATA_PROFILE, so no capture starts. The
+// capture's parsers are inline in env_capture.hpp, so this file compiles them with the fuzzer's
+// coverage instrumentation; the rest of the implementation need not be compiled here again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,8 +16,6 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "strata/detail/env_capture.hpp"
-#define STRATA_IMPLEMENTATION  // the fuzzer is a program of its own: strata compiled here
-#include "strata/profiler.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const char* const names[] = {
