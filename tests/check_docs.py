@@ -208,8 +208,9 @@ def option_value(b, name):
     return None
 
 
-def compile_all(work, compilers, flags, files):
-    """All files through each compiler, one call per compiler, the calls side by side. The first
+def compile_all(work, compilers, flags, files, parts=2):
+    """All files through each compiler, in `parts` calls per compiler (the build's test runner
+    gives this test a core of its own and the machine has two), all calls side by side. The first
     compiler makes objects (to link and run); the others only check (-fsyntax-only: parsing and
     instantiating cost the same, code generation is left out). Returns
     {(compiler, file): (ok, log, object or None)}."""
@@ -220,12 +221,16 @@ def compile_all(work, compilers, flags, files):
         mode = ["-c"] if n == 0 else ["-fsyntax-only"]
         for f in files:
             (out / (f.stem + ".o")).unlink(missing_ok=True)
-        cmd = shlex.split(compiler) + flags + mode + [str(f) for f in files]
-        procs.append((n, compiler, out, mode, subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE,
-                                                               stderr=subprocess.STDOUT, text=True)))
-    for n, compiler, out, mode, p in procs:
+        for part in (files[i::parts] for i in range(parts)):
+            if not part:
+                continue
+            cmd = shlex.split(compiler) + flags + mode + [str(f) for f in part]
+            procs.append((n, compiler, out, mode, part,
+                          subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True)))
+    for n, compiler, out, mode, part, p in procs:
         log, _ = p.communicate()
-        for f in files:
+        for f in part:
             if n == 0:  # an object is left for each file that compiled
                 results[(compiler, f)] = ((out / (f.stem + ".o")).exists(), log, out / (f.stem + ".o"))
             elif p.returncode == 0:
