@@ -33,23 +33,26 @@ left_behind() {
 # (tests/meson.build), so the compile, not the tests, is most of this script's time.
 PLAIN="-Doptimization=2 -Ddebug=false"
 
-# name | compiler | meson options. The plain builds are optimised as users build (-O2); the
-# sanitizer builds at -O1, where their instrumentation still sees every access and the compile
-# takes half the time (the ASan build's core_tests: 126 s of CPU at -O1, 245 s at -O2), which is
-# most of what these builds cost. The benchmarks are built by the g++ build only (they are
-# measured from release builds of both compilers, docs/benchmarks.md). ASan+UBSan is clang's:
-# its unity test file compiles in 111 s against g++'s 150 s, and the libFuzzer targets build
+# name | compiler | meson options. The plain builds are optimised as users build (-O2). The
+# sanitizer builds are built for their compile time, which is most of what they cost: their
+# instrumentation sees every access unoptimised or not. ASan+UBSan unoptimised (-O0): clang
+# compiles its analysis_tests file in 36 s of CPU against 132 s at -O1 (the whole build: 3.5
+# minutes on two cores), and its tests take 2.5 minutes (1.8 at -O1, in CI). TSan at -O1: under
+# g++ -O0 saves it 7 s of compile and costs its thousands of threads 28 s of tests. The
+# benchmarks are built by the g++ build only (they are measured from release builds of both
+# compilers, docs/benchmarks.md). ASan+UBSan is clang's, and the libFuzzer targets build
 # beside the tests (-Dfuzz=true), without a build of their own; each fuzz test runs its kept
 # crash inputs, then fuzzes for fuzz_seconds (15 s). The TSan build leaves strata-report out
 # (79 s of its compile under TSan): of its tests only c_env_crash would run it, to convert a
 # dump the plain builds convert too, and its threads (several traces read at once) are
 # threaded_tests' to check.
-SANITIZED="-Doptimization=1 -Ddebug=true -Dcpp_args=-g1"
+ASAN="-Doptimization=0 -Ddebug=true -Dcpp_args=-g1"
+TSAN="-Doptimization=1 -Ddebug=true -Dcpp_args=-g1"
 BUILDS=(
   "gcc|g++|$PLAIN -Dwerror=true -Dbenchmarks=enabled"
   "clang|clang++|$PLAIN -Dwerror=true -Dbenchmarks=disabled"
-  "asan-ubsan|clang++|$SANITIZED -Dwerror=true -Db_sanitize=address,undefined -Dfuzz=true -Dbenchmarks=disabled -Dexamples=disabled"
-  "tsan|g++|$SANITIZED -Db_sanitize=thread -Dtsan_only=true -Dbenchmarks=disabled -Dexamples=disabled -Dtools=disabled"
+  "asan-ubsan|clang++|$ASAN -Dwerror=true -Db_sanitize=address,undefined -Dfuzz=true -Dbenchmarks=disabled -Dexamples=disabled"
+  "tsan|g++|$TSAN -Db_sanitize=thread -Dtsan_only=true -Dbenchmarks=disabled -Dexamples=disabled -Dtools=disabled"
 )
 
 passed=0
