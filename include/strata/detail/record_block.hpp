@@ -20,6 +20,7 @@
 #endif
 
 #include "strata/record.hpp"
+#include "strata/detail/huge_pages.hpp"
 
 // Under AddressSanitizer, a block in the pool's free list is poisoned, so that a use after
 // free_block() is still reported as it was when blocks came from operator new.
@@ -72,7 +73,7 @@ inline constexpr std::align_val_t block_alignment{4096};
 /// mix blocks. It is never destroyed: blocks may be freed by threads that exit after main().
 class block_pool {
  public:
-  static constexpr std::size_t chunk_bytes = std::size_t{2} << 20;
+  static constexpr std::size_t chunk_bytes = huge_page_bytes;  // a chunk is one huge page
   static constexpr std::size_t blocks_per_chunk = chunk_bytes / block_bytes;
 
   static block_pool& instance() noexcept {
@@ -147,8 +148,8 @@ class block_pool {
     __builtin_unreachable();
   }
 
-  // Maps a 2 MiB-aligned chunk (4 MiB mapped, the unaligned ends unmapped) and lists its
-  // blocks as free, lowest address last so that it is taken first.
+  // Maps a 2 MiB-aligned chunk in huge pages and lists its blocks as free, lowest address last
+  // so that it is taken first.
   bool map_chunk() noexcept {
     try {
       chunks_.reserve(chunks_.size() + 1);
@@ -156,16 +157,12 @@ class block_pool {
     } catch (...) {
       return false;
     }
-    void* p = ::mmap(nullptr, 2 * chunk_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t base = (at + chunk_bytes - 1) & ~(std::uintptr_t{chunk_bytes} - 1);
-    if (base != at) ::munmap(p, base - at);
-    if (base + chunk_bytes != at + 2 * chunk_bytes)
-      ::munmap(reinterpret_cast<void*>(base + chunk_bytes), at + 2 * chunk_bytes - base - chunk_bytes);
-#ifdef MADV_HUGEPAGE
-    ::madvise(reinterpret_cast<void*>(base), chunk_bytes, MADV_HUGEPAGE);
-#endif
+    // Counted against the commit limit now: blocks are written to in full, and a chunk the
+    // system cannot back is refused here (the record path's policy then applies), not by a
+    // fault in a recording thread.
+    void* p = map_huge_pages(chunk_bytes, swap_reserve::reserved);
+    if (p == nullptr) return false;
+    const auto base = reinterpret_cast<std::uintptr_t>(p);
     chunks_.push_back({base, 0});
     STRATA_DETAIL_POISON(reinterpret_cast<void*>(base), chunk_bytes);
     for (std::size_t i = blocks_per_chunk; i-- > 0;)
