@@ -209,8 +209,8 @@ def option_value(b, name):
 
 
 def compile_all(work, compilers, flags, files, parts=2):
-    """All files through each compiler, in `parts` calls per compiler (the build's test runner
-    gives this test a core of its own and the machine has two), all calls side by side. The first
+    """All files through each compiler, in `parts` calls per compiler, all calls side by side:
+    one call per compiler left a core idle once the build's other tests were done. The first
     compiler makes objects (to link and run); the others only check (-fsyntax-only: parsing and
     instantiating cost the same, code generation is left out). Returns
     {(compiler, file): (ok, log, object or None)}."""
