@@ -53,55 +53,93 @@ void small_stable_sort(It first, It last, Less less) {
   }
 }
 
+/// Whether `r` may be on a correlation path: a scope with a correlation id that is not a
+/// record with a category of its own outside the device (a queue wait).
+inline bool on_flow_path(const record& r) noexcept {
+  return r.payload != 0 && r.kind() == record_kind::scope && (r.site->category == nullptr || r.layer() == layer::device);
+}
+
 /// Collects the records on correlation paths as they are offered (the Chrome trace writer
 /// offers each record it writes, so the records are read once), then builds the flows.
+///
+/// A path keeps its op (the outermost framework or user record) in place, and links only its
+/// runtime and device records: an export's scratch memory is fresh pages, which the kernel
+/// clears, so every byte kept per record costs twice.
 class flow_builder {
  public:
   /// Room is reserved (address space, not memory) for every record of `data` to be on a path,
-  /// so the members never move as they grow.
+  /// so the arrays never move as they grow.
   explicit flow_builder(const trace_data& data) : data_(data) {
-    members_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(data.recorded(), max_reserved)));
+    const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(data.recorded(), max_reserved));
+    members_.reserve(room);
+    paths_.reserve(room);
   }
 
   /// Offers the record `index` (oldest first, as `read_track` reads them) of
   /// `data.threads[thread]`; records must be offered thread by thread, oldest first.
   /// Records without a correlation id may be skipped.
   void offer(std::size_t thread, std::size_t index, const record& r) {
-    if (r.payload == 0 || r.kind() != record_kind::scope) return;
-    if (r.site->category != nullptr && r.layer() != layer::device) return;
+    if (!on_flow_path(r)) return;
     // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
     // dangling pointer to the returned pair (-Wdangling-pointer).
     const std::pair<std::uint32_t, bool> found = ids_.find_or_add(r.payload);
-    const std::uint32_t p = found.first;
-    const auto m = static_cast<std::uint32_t>(members_.size());
-    if (found.second) {
-      paths_.push_back({r.payload, m, m});
-    } else {
-      members_[paths_[p].last].next = m;
-      paths_[p].last = m;
+    if (found.second) paths_.push_back({r.payload, 0, 0, 0, none, none, none});
+    path& p = paths_[found.first];
+    const ::strata::layer l = r.layer();
+    if (l == layer::framework || l == layer::user) {
+      // The outermost op of the id: the earliest, and the longer of two on one tick.
+      if (p.op_thread == none || r.begin < p.op_begin || (r.begin == p.op_begin && r.end > p.op_end)) {
+        p.op_begin = r.begin;
+        p.op_end = r.end;
+        p.op_record = index;
+        p.op_thread = static_cast<std::uint32_t>(thread);
+      }
+      return;
     }
-    members_.push_back({r.begin, r.end, index, static_cast<std::uint32_t>(thread), none, r.layer()});
+    const auto m = static_cast<std::uint32_t>(members_.size());
+    members_.push_back({r.begin, index, static_cast<std::uint32_t>(thread), l == layer::device, none});
+    if (p.first == none) {
+      p.first = m;
+    } else {
+      members_[p.last].next = m;
+    }
+    p.last = m;
   }
 
+  /// Calls `flow(const flow_point* points, std::size_t n)` for each flow, in the order of their
+  /// ids (counting from 1), with its points in order.
+  template <class Flow>
+  void build(Flow&& flow) const;
+
   /// The flow events, ordered by flow id; ids count from 1.
-  flow_points build() const;
+  flow_points build() const {
+    flow_points out;
+    out.reserve(max_points());  // address space: only what is made is touched
+    build([&](const flow_point* points, std::size_t n) { out.insert(out.end(), points, points + n); });
+    return out;
+  }
+
+  /// At most how many points `build` makes (an upper bound, to reserve for).
+  std::size_t max_points() const noexcept { return paths_.size() + 2 * members_.size(); }
 
  private:
-  // Beyond 2^26 members (2.5 GiB of them) the array grows as vectors do.
+  // Beyond 2^26 members (1.5 GiB of them) the arrays grow as vectors do.
   static constexpr std::uint64_t max_reserved = std::uint64_t{1} << 26;
   static constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
-  // What building reads of a record, so it does not go back to the records (a trace's records
-  // rarely fit in cache); members of one path are linked in the order they were offered.
+  // A runtime or device record of a path; a path's members are linked in offer order.
   struct member {
-    std::uint64_t begin, end;
+    std::uint64_t begin;
     std::size_t record;
-    std::uint32_t thread;
+    std::uint32_t thread : 31;
+    std::uint32_t on_device : 1;
     std::uint32_t next;
-    ::strata::layer layer;
   };
   struct path {
     std::uint64_t correlation_id;
-    std::uint32_t first, last;
+    std::uint64_t op_begin, op_end;
+    std::size_t op_record;
+    std::uint32_t op_thread;     // none: no op (yet)
+    std::uint32_t first, last;   // the runtime and device members
   };
 
   const trace_data& data_;
@@ -110,52 +148,43 @@ class flow_builder {
   std::vector<member, huge_page_allocator<member>> members_;
 };
 
-inline flow_points flow_builder::build() const {
+template <class Flow>
+void flow_builder::build(Flow&& flow) const {
   struct at {
     std::size_t thread, record;
     std::uint64_t begin;
   };
   const auto& threads = data_.threads;
-  flow_points out;
-  out.reserve(members_.size());
   std::vector<at> host, device;  // reused from path to path
+  std::vector<flow_point> points;
   std::uint64_t next_id = 1;
   const auto earlier = [](const at& a, const at& b) { return a.begin < b.begin; };
   for (const path& p : paths_) {
     const std::uint64_t c = p.correlation_id;
-    host.assign(1, at{});  // slot 0: the op, if the path has one
+    host.clear();
     device.clear();
-    const member* op = nullptr;
+    const bool has_op = p.op_thread != none;
+    if (has_op) host.push_back({p.op_thread, p.op_record, p.op_begin});
     for (std::uint32_t k = p.first; k != none; k = members_[k].next) {
       const member& m = members_[k];
       const at a{m.thread, m.record, m.begin};
-      switch (m.layer) {
-        case layer::framework:
-        case layer::user:
-          // The outermost op of the id: the earliest, and the longer of two on one tick.
-          if (op == nullptr || m.begin < op->begin || (m.begin == op->begin && m.end > op->end)) {
-            op = &m;
-            host[0] = a;
-          }
-          break;
-        case layer::runtime:
-          host.push_back(a);
-          break;
-        case layer::device:
-          // Each device track's earliest record (a track's records are oldest first, and
-          // tracks are offered in order, so this is also the order of the tracks).
-          if (device.empty() || device.back().thread != a.thread) device.push_back(a);
-          break;
+      if (!m.on_device) {
+        host.push_back(a);
+      } else if (device.empty() || device.back().thread != a.thread) {
+        // Each device track's earliest record (a track's records are oldest first, and
+        // tracks are offered in order, so this is also the order of the tracks).
+        device.push_back(a);
       }
     }
-    small_stable_sort(host.begin() + 1, host.end(), earlier);
-    if (op == nullptr) host.erase(host.begin());
+    small_stable_sort(host.begin() + (has_op ? 1 : 0), host.end(), earlier);
     if (host.size() >= 2) {
       const std::uint64_t id = next_id++;
+      points.clear();
       for (std::size_t k = 0; k < host.size(); ++k) {
         const char phase = k == 0 ? 's' : k + 1 == host.size() ? 'f' : 't';
-        out.push_back({phase, id, c, host[k].thread, host[k].record, host[k].begin});
+        points.push_back({phase, id, c, host[k].thread, host[k].record, host[k].begin});
       }
+      flow(points.data(), points.size());
     }
     if (host.empty()) continue;
     small_stable_sort(device.begin(), device.end(), earlier);
@@ -166,11 +195,11 @@ inline flow_points flow_builder::build() const {
       for (std::size_t k = 1; k < host.size(); ++k)
         if (ns(host[k]) <= ns(d)) from = k;
       const std::uint64_t id = next_id++;
-      out.push_back({'s', id, c, host[from].thread, host[from].record, host[from].begin});
-      out.push_back({'f', id, c, d.thread, d.record, d.begin});
+      const flow_point pair[2] = {{'s', id, c, host[from].thread, host[from].record, host[from].begin},
+                                  {'f', id, c, d.thread, d.record, d.begin}};
+      flow(pair, 2);
     }
   }
-  return out;
 }
 
 /// The flow events of `data`, ordered by flow id; ids count from 1.

@@ -52,7 +52,7 @@
 #include "strata/export/perfetto_packets.hpp"
 #include "strata/export/trace_format.hpp"
 #include "strata/record.hpp"
-#include "strata/detail/flows.hpp"
+#include "strata/detail/flow_marks.hpp"
 #include "strata/detail/fork_join.hpp"
 #include "strata/detail/id_index.hpp"
 #include "strata/detail/json_escape.hpp"
@@ -354,99 +354,6 @@ class site_events {
 
   interner& names_;
   by_address<site_event> events_;  // callers keep references: they stay valid
-};
-
-/// Flow ids for the wire, reused so that they stay small (a varint of one or two bytes, not
-/// three): trace_processor reads the points of all sequences in time order, and a flow ends at
-/// its terminating id, after which the id may begin another flow. An id is reused only by a
-/// flow that begins strictly after the id's last flow ended; flows mostly come in time order,
-/// so the id that has been free longest is the one to try.
-class small_ids {
- public:
-  /// An id for a flow whose points lie in [from, to] (ns).
-  std::uint64_t take(std::int64_t from, std::int64_t to) {
-    // A long flow at the front would keep every id behind it from being reused: it goes to
-    // the back, and the next is tried.
-    for (int tries = 0; tries < 2 && !used_.empty(); ++tries) {
-      const in_use front = used_.front();
-      used_.pop_front();
-      if (front.free_after < from) {
-        used_.push_back({front.id, to});
-        return front.id;
-      }
-      used_.push_back(front);
-    }
-    used_.push_back({++issued_, to});
-    return issued_;
-  }
-
- private:
-  struct in_use {
-    std::uint64_t id;
-    std::int64_t free_after;
-  };
-  std::deque<in_use> used_;
-  std::uint64_t issued_ = 0;
-};
-
-/// The flow ids bound to each track's records, in record order, so the writer meets them as
-/// it goes: flow_ids on a record start or continue a flow, terminating_flow_ids end one.
-class flow_marks {
- public:
-  struct mark {
-    std::size_t record;
-    std::uint64_t id;
-    bool ends;
-  };
-
-  /// The flows of `data` (detail/flows.hpp), bucketed by track; within a track sorted by
-  /// record only when not in order already (flows come path by path, and a track's paths are
-  /// mostly met in record order).
-  explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
-    flow_builder builder(data);
-    for (std::size_t t = 0; t < data.threads.size(); ++t) {
-      std::size_t i = 0;
-      read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
-        for (std::size_t k = 0; k < n; ++k, ++i)
-          if (records[k].payload != 0) builder.offer(t, i, records[k]);
-      });
-    }
-    const flow_points points = builder.build();
-    for (const flow_point& f : points) ++start_[f.thread + 1];
-    for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
-    marks_.resize(points.size());
-    std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
-    small_ids ids;
-    for (std::size_t first = 0, last = 0; first < points.size(); first = last) {
-      // A flow's points are consecutive: [first, last). Its id on the wire is a small one,
-      // free again once the flow has ended.
-      std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
-      for (last = first; last < points.size() && points[last].id == points[first].id; ++last) {
-        const std::int64_t t = data.ns_of(data.threads[points[last].thread], points[last].begin);
-        from = std::min(from, t);
-        to = std::max(to, t);
-      }
-      const std::uint64_t id = ids.take(from, to);
-      for (std::size_t k = first; k < last; ++k) {
-        const flow_point& f = points[k];
-        marks_[next[f.thread]++] = {f.record, id, f.phase == 'f'};
-      }
-    }
-    const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
-    for (std::size_t t = 0; t + 1 < start_.size(); ++t) {
-      const auto first = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t]);
-      const auto last = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t + 1]);
-      if (!std::is_sorted(first, last, by_record)) std::stable_sort(first, last, by_record);
-    }
-  }
-
-  /// The marks of track `t`, in record order.
-  const mark* begin(std::size_t t) const noexcept { return marks_.data() + start_[t]; }
-  const mark* end(std::size_t t) const noexcept { return marks_.data() + start_[t + 1]; }
-
- private:
-  std::vector<std::size_t> start_;
-  std::vector<mark, huge_page_allocator<mark>> marks_;
 };
 
 /// Sessions of this many records or more are written on every core (perfetto_options), by
@@ -973,7 +880,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   const std::vector<std::vector<std::size_t>> work = pf::share_tracks(data, threads);
 
   // Flows are marked on the slices they bind to, so they are built before the events.
-  const pf::flow_marks flows(data);
+  const detail::flow_marks flows(data);
 
   // Counter tracks: one per process and name. Their uuids are the file's, given out under a
   // lock; each thread describes a counter track in its own lane before its first sample there

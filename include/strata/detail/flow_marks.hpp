@@ -1,0 +1,132 @@
+// strata/detail/flow_marks.hpp: the flows of a session as small ids bound to records, for the
+// Perfetto writer, which writes a flow's ids on the slices it passes through.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "strata/record.hpp"
+#include "strata/detail/flows.hpp"
+#include "strata/detail/huge_page_allocator.hpp"
+#include "strata/detail/record_order.hpp"
+#include "strata/detail/session.hpp"
+
+namespace strata {
+inline namespace v1 {
+namespace detail {
+
+/// Flow ids for the wire, reused so that they stay small (a varint of one or two bytes, not
+/// three): trace_processor reads the points of all sequences in time order, and a flow ends at
+/// its terminating id, after which the id may begin another flow. An id is reused only by a
+/// flow that begins strictly after the id's last flow ended; flows mostly come in time order,
+/// so the id that has been free longest is the one to try.
+class small_ids {
+ public:
+  /// An id for a flow whose points lie in [from, to] (ns).
+  std::uint64_t take(std::int64_t from, std::int64_t to) {
+    // A long flow at the front would keep every id behind it from being reused: it goes to
+    // the back, and the next is tried.
+    for (int tries = 0; tries < 2 && count_ != 0; ++tries) {
+      in_use front = ring_[head_];
+      head_ = (head_ + 1) & (ring_.size() - 1);
+      const bool free = front.free_after < from;
+      if (free) front.free_after = to;
+      ring_[(head_ + count_ - 1) & (ring_.size() - 1)] = front;  // to the back
+      if (free) return front.id;
+    }
+    push_back({++issued_, to});
+    return issued_;
+  }
+
+ private:
+  struct in_use {
+    std::uint64_t id;
+    std::int64_t free_after;
+  };
+  void push_back(in_use u) {
+    if (count_ == ring_.size()) {  // full: unrolled into a ring twice the size, front first
+      std::vector<in_use> grown(std::max<std::size_t>(16, 2 * ring_.size()));
+      for (std::size_t k = 0; k < count_; ++k) grown[k] = ring_[(head_ + k) & (ring_.size() - 1)];
+      ring_.swap(grown);
+      head_ = 0;
+    }
+    ring_[(head_ + count_) & (ring_.size() - 1)] = u;
+    ++count_;
+  }
+  // The ids in use, the longest free first: a ring of a power-of-two size, from head_.
+  std::vector<in_use> ring_;
+  std::size_t head_ = 0, count_ = 0;
+  std::uint64_t issued_ = 0;
+};
+
+/// The flow ids bound to each track's records, in record order, so the writer meets them as
+/// it goes: flow_ids on a record start or continue a flow, terminating_flow_ids end one.
+class flow_marks {
+ public:
+  struct mark {
+    std::size_t record;
+    std::uint32_t id;  // small_ids: at most one per flow, and flows are fewer than 2^32
+    bool ends;
+  };
+
+  /// The flows of `data` (detail/flows.hpp), bucketed by track; within a track sorted by
+  /// record only when not in order already (flows come path by path, and a track's paths are
+  /// mostly met in record order).
+  explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
+    flow_builder builder(data);
+    for (std::size_t t = 0; t < data.threads.size(); ++t) {
+      std::size_t i = 0;
+      read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k, ++i)
+          if (records[k].payload != 0) builder.offer(t, i, records[k]);
+      });
+    }
+    // The marks in the order of their flows, each with its track; then bucketed by track.
+    struct flow_mark {
+      std::size_t thread;
+      mark m;
+    };
+    std::vector<flow_mark, huge_page_allocator<flow_mark>> made;
+    made.reserve(builder.max_points());  // address space: only what is made is touched
+    small_ids ids;
+    builder.build([&](const flow_point* points, std::size_t n) {
+      // Its id on the wire is a small one, free again once the flow has ended.
+      std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::int64_t t = data.ns_of(data.threads[points[k].thread], points[k].begin);
+        from = std::min(from, t);
+        to = std::max(to, t);
+      }
+      const auto id = static_cast<std::uint32_t>(ids.take(from, to));
+      for (std::size_t k = 0; k < n; ++k) {
+        made.push_back({points[k].thread, {points[k].record, id, points[k].phase == 'f'}});
+        ++start_[points[k].thread + 1];
+      }
+    });
+    for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
+    marks_.resize(made.size());
+    std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
+    for (const flow_mark& f : made) marks_[next[f.thread]++] = f.m;
+    const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
+    for (std::size_t t = 0; t + 1 < start_.size(); ++t) {
+      const auto first = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t]);
+      const auto last = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t + 1]);
+      if (!std::is_sorted(first, last, by_record)) std::stable_sort(first, last, by_record);
+    }
+  }
+
+  /// The marks of track `t`, in record order.
+  const mark* begin(std::size_t t) const noexcept { return marks_.data() + start_[t]; }
+  const mark* end(std::size_t t) const noexcept { return marks_.data() + start_[t + 1]; }
+
+ private:
+  std::vector<std::size_t> start_;
+  std::vector<mark, huge_page_allocator<mark>> marks_;
+};
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace strata
