@@ -1,11 +1,15 @@
 // flows: the arrows that follow a correlation id from the op through the runtime to the device.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "strata/device.hpp"
 #include "strata/export/chrome_trace.hpp"
+#include "strata/detail/flow_marks.hpp"
 #include "strata/detail/flows.hpp"
 #include "support.hpp"
 
@@ -113,4 +117,34 @@ TEST_CASE("flows are written after the events, bound to their slices' start") {
   CHECK(strata_test::lines_with(text, R"({"ph":"t","id":1,"cat":"strata.flow","name":"correlation","pid":5,"tid":10,"ts":0.010,)").size() == 1);
   CHECK(strata_test::lines_with(text, R"({"ph":"f","id":2,"cat":"strata.flow","name":"correlation","bp":"e","pid":16777216,"tid":0,"ts":0.040,)").size() == 1);
   CHECK(strata_test::lines_with(text, R"("cat":"strata.flow")").size() == 9);
+}
+
+TEST_CASE("flow ids on the wire: reused once free, never shared by flows that overlap") {
+  strata::detail::small_ids ids;
+  // One flow after another: one id.
+  CHECK(ids.take(0, 10) == 1);
+  CHECK(ids.take(11, 20) == 1);
+  // A flow that begins when the last one ends may not take its id (trace_processor frees an
+  // id at its terminating point, which may come after a point at the same instant).
+  CHECK(ids.take(20, 30) == 2);
+
+  // Many flows of random lengths, begun in time order: an id is taken again only by a flow
+  // that begins after every earlier flow with that id has ended, through the ring's growth
+  // and wrapping.
+  strata::detail::small_ids random_ids;
+  std::mt19937_64 rng(7);
+  std::map<std::uint64_t, std::int64_t> busy_until;  // id -> end of its latest flow
+  std::int64_t from = 0;
+  std::size_t overlaps = 0;
+  for (int k = 0; k < 20000; ++k) {
+    from += static_cast<std::int64_t>(rng() % 5);
+    const std::int64_t to = from + static_cast<std::int64_t>(rng() % (k % 1000 < 500 ? 20 : 400));
+    const std::uint64_t id = random_ids.take(from, to);
+    const auto it = busy_until.find(id);
+    if (it != busy_until.end() && !(it->second < from)) ++overlaps;
+    busy_until[id] = std::max(it != busy_until.end() ? it->second : to, to);
+  }
+  CHECK(overlaps == 0);
+  CHECK(busy_until.size() > 16);   // the ring grew past its first size
+  CHECK(busy_until.size() < 400);  // and ids were reused: at most ~100 flows are ever open at once
 }
