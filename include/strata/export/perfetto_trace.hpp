@@ -312,11 +312,7 @@ class site_events {
   explicit site_events(interner& names) : names_(names) {}
 
   site_event& of(const site* s) {
-    // Looked up for every record: a small cache in front of the index (a trace's records
-    // come from a few dozen sites).
-    cached& c = cache_[static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(s) * 0x9e3779b97f4a7c15ull) >> 59)];
-    if (c.key != s) c = {s, &events_.find_or_make(s, [&] { return encode(*s); })};
-    return *c.event;
+    return events_.find_or_make(s, [&] { return encode(*s); });
   }
 
  private:
@@ -356,13 +352,8 @@ class site_events {
     return e;
   }
 
-  struct cached {
-    const site* key = nullptr;
-    site_event* event = nullptr;
-  };
   interner& names_;
   by_address<site_event> events_;  // callers keep references: they stay valid
-  cached cache_[32] = {};          // by a hash of the site's address (the top 5 bits)
 };
 
 /// Sessions of this many records or more are written on every core (perfetto_options), by
