@@ -1,5 +1,5 @@
-// strata/detail/huge_page_allocator.hpp: large scratch arrays of an export's passes in
-// transparent huge pages.
+// strata/detail/huge_page_allocator.hpp: large scratch arrays of an export's passes, and its
+// output buffers, in transparent huge pages.
 //
 // An export builds arrays of tens of MiB (the flows of a session, their marks) and frees them
 // when it returns, so every export meets them as fresh memory. Faulted in 4 KiB pages that is
@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <new>
+#include <utility>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -22,12 +23,14 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 
-/// A std::allocator for an export's large scratch arrays: an allocation of 2 MiB or more is
+/// A std::allocator for an export's large scratch arrays: an allocation of 256 KiB or more is
 /// its own mapping in huge pages, returned to the system when freed; a smaller one comes from
-/// operator new.
+/// operator new. (One 2 MiB fault costs about what a dozen 4 KiB ones do on a virtual machine,
+/// so an array of 64 pages or more is cheaper to fault in as one huge page, even half empty.)
 template <class T>
 struct huge_page_allocator {
   using value_type = T;
+  static constexpr std::size_t mapped_bytes = std::size_t{256} << 10;
 
   huge_page_allocator() noexcept = default;
   template <class U>
@@ -37,7 +40,7 @@ struct huge_page_allocator {
     if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
     const std::size_t bytes = n * sizeof(T);
 #if defined(__linux__)
-    if (bytes >= huge_page_bytes) {
+    if (bytes >= mapped_bytes) {
       // Reserved without swap accounting: a reserve() sized for the worst case touches only
       // what is used.
       if (void* p = map_huge_pages(rounded(bytes), swap_reserve::none)) return static_cast<T*>(p);
@@ -49,7 +52,7 @@ struct huge_page_allocator {
 
   void deallocate(T* p, std::size_t n) noexcept {
 #if defined(__linux__)
-    if (n * sizeof(T) >= huge_page_bytes) {  // the size decides, as it did in allocate()
+    if (n * sizeof(T) >= mapped_bytes) {  // the size decides, as it did in allocate()
       ::munmap(p, rounded(n * sizeof(T)));
       return;
     }
@@ -66,6 +69,32 @@ struct huge_page_allocator {
   static std::size_t rounded(std::size_t bytes) noexcept {
     return (bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
   }
+};
+
+/// An export's output buffer: `size()` bytes, left uninitialised, from huge_page_allocator (a
+/// buffer of 1 MiB, fresh in every export, is then one fault rather than 256).
+class scratch_bytes {
+ public:
+  explicit scratch_bytes(std::size_t n) : data_(huge_page_allocator<char>().allocate(n)), size_(n) {}
+  scratch_bytes(scratch_bytes&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  scratch_bytes& operator=(scratch_bytes&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  ~scratch_bytes() {
+    if (data_ != nullptr) huge_page_allocator<char>().deallocate(data_, size_);
+  }
+
+  char* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  char* data_;
+  std::size_t size_;
 };
 
 }  // namespace detail

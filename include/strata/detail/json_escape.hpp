@@ -40,7 +40,8 @@ inline std::size_t utf8_sequence_length(std::string_view s) noexcept {
 /// Appends `s` as a quoted JSON string. Valid UTF-8 is copied unchanged (so it round-trips);
 /// quotes, backslashes and control bytes are escaped; each byte that is not part of valid
 /// UTF-8 becomes U+FFFD, so the output is always valid JSON whatever the input.
-inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+template <std::size_t N, class Allocator>
+void append_json_string(fmt::basic_memory_buffer<char, N, Allocator>& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
   std::size_t i = 0;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "strata/export/trace_format.hpp"
+#include "strata/detail/huge_page_allocator.hpp"
 #include "strata/detail/json_escape.hpp"
 #include "strata/detail/trace_file.hpp"
 
@@ -293,17 +294,11 @@ class packet_buffer {
 
   /// Room for `n` bytes; `commit()` the end of what was written.
   char* reserve(std::size_t n) {
-    if (used_ + n > cap_) {
-      flush();
-      if (n > cap_) {  // one packet larger than the buffer (a very long name)
-        buf_.reset(new char[n]);
-        cap_ = n;
-      }
-    }
-    return buf_.get() + used_;
+    if (used_ + n > buf_.size()) [[unlikely]] make_room(n);
+    return buf_.data() + used_;
   }
   void commit(const char* end) noexcept {
-    used_ = static_cast<std::size_t>(end - buf_.get());
+    used_ = static_cast<std::size_t>(end - buf_.data());
     ++packets_;
   }
 
@@ -324,17 +319,21 @@ class packet_buffer {
   virtual void flush() = 0;
 
  protected:
-  packet_buffer() : buf_(new char[capacity]), cap_(capacity) {}
+  packet_buffer() : buf_(capacity) {}
   virtual ~packet_buffer() = default;
 
-  std::string_view gathered() const noexcept { return {buf_.get(), used_}; }
+  std::string_view gathered() const noexcept { return {buf_.data(), used_}; }
   void clear() noexcept { used_ = 0; }
 
  private:
   static constexpr std::size_t capacity = std::size_t{1} << 20;
 
-  std::unique_ptr<char[]> buf_;
-  std::size_t cap_;
+  void make_room(std::size_t n) {
+    flush();
+    if (n > buf_.size()) buf_ = detail::scratch_bytes(n);  // one packet larger than the buffer (a very long name)
+  }
+
+  detail::scratch_bytes buf_;
   std::size_t used_ = 0;
   std::uint64_t packets_ = 0;
 };
