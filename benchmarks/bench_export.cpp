@@ -11,10 +11,13 @@
 // compares runs that met the same load.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -143,7 +146,38 @@ BENCHMARK(write_trace)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+namespace {
+
+// `bench_export --once FORMAT WRITERS`: one export of the same session in this process, as a
+// program makes at the end of its session (its buffers and scratch arrays fresh memory, where
+// the repetitions above reuse what the heap kept), printed as milliseconds; the session is
+// built before the clock starts. benchmarks/export_once.py runs it interleaved.
+int export_once(const char* format_arg, const char* writers_arg) {
+  const std::string format = format_arg;
+  const auto writers = static_cast<unsigned>(std::stoul(writers_arg));
+  if (format != "chrome_json" && format != "perfetto") {
+    std::fprintf(stderr, "bench_export --once: FORMAT is chrome_json or perfetto, not '%s'\n", format_arg);
+    return 2;
+  }
+  const strata::trace_data data = synthetic_session(1000000, 2);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / (format == "perfetto" ? "once.pftrace" : "once.json");
+  const auto t0 = std::chrono::steady_clock::now();
+  const strata::export_result written = format == "perfetto"
+                                            ? strata::write_perfetto_trace(data, path, {.threads = writers})
+                                            : strata::write_chrome_trace(data, path);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%.3f %llu\n", ms, static_cast<unsigned long long>(written.bytes));
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string_view(argv[1]) == "--once") return export_once(argv[2], argv[3]);
   benchmark::AddCustomContext("compiler", __VERSION__);
   benchmark::AddCustomContext("build", STRATA_BENCH_BUILD);
   benchmark::Initialize(&argc, argv);
