@@ -104,6 +104,19 @@ strata::trace_data synthetic_session(std::uint64_t records, std::uint64_t thread
 // (perfetto_options::threads: 0 one per core, 1 the calling thread alone); the JSON writer has one.
 enum trace_format : std::int64_t { chrome_json = 0, perfetto = 1, chrome_json_gz = 2, perfetto_gz = 3 };
 
+/// A file in the temporary directory's strata-bench/, which is made if missing.
+std::filesystem::path scratch_path(const char* file) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
+  std::filesystem::create_directories(dir);
+  return dir / file;
+}
+
+strata::export_result write_as(const strata::trace_data& data, trace_format format, unsigned writers,
+                               const std::filesystem::path& path) {
+  return format == perfetto || format == perfetto_gz ? strata::write_perfetto_trace(data, path, {.threads = writers})
+                                                     : strata::write_chrome_trace(data, path);
+}
+
 void write_trace(benchmark::State& state) {
   const strata::trace_data data = synthetic_session(static_cast<std::uint64_t>(state.range(0)),
                                                     static_cast<std::uint64_t>(state.range(1)));
@@ -112,15 +125,11 @@ void write_trace(benchmark::State& state) {
                                                "bench_export.json.gz", "bench_export.pftrace.gz"};
   static constexpr const char* labels[] = {"chrome_json", "perfetto", "chrome_json_gz", "perfetto_gz"};
   state.SetLabel(labels[format]);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / file_names[format];
+  const std::filesystem::path path = scratch_path(file_names[format]);
   const std::uint64_t records = data.recorded();
   strata::export_result written;
   for (auto _ : state) {
-    written = format == perfetto || format == perfetto_gz
-                  ? strata::write_perfetto_trace(data, path, {.threads = static_cast<unsigned>(state.range(3))})
-                  : strata::write_chrome_trace(data, path);
+    written = write_as(data, format, static_cast<unsigned>(state.range(3)), path);
     benchmark::DoNotOptimize(written.bytes);
   }
   const auto iterations = static_cast<std::int64_t>(state.iterations());
@@ -153,20 +162,17 @@ namespace {
 // the repetitions above reuse what the heap kept), printed as milliseconds; the session is
 // built before the clock starts. benchmarks/export_once.py runs it interleaved.
 int export_once(const char* format_arg, const char* writers_arg) {
-  const std::string format = format_arg;
-  const auto writers = static_cast<unsigned>(std::stoul(writers_arg));
-  if (format != "chrome_json" && format != "perfetto") {
+  const std::string_view name = format_arg;
+  if (name != "chrome_json" && name != "perfetto") {
     std::fprintf(stderr, "bench_export --once: FORMAT is chrome_json or perfetto, not '%s'\n", format_arg);
     return 2;
   }
+  const trace_format format = name == "perfetto" ? perfetto : chrome_json;
+  const auto writers = static_cast<unsigned>(std::stoul(writers_arg));
   const strata::trace_data data = synthetic_session(1000000, 2);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "strata-bench";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / (format == "perfetto" ? "once.pftrace" : "once.json");
+  const std::filesystem::path path = scratch_path(format == perfetto ? "once.pftrace" : "once.json");
   const auto t0 = std::chrono::steady_clock::now();
-  const strata::export_result written = format == "perfetto"
-                                            ? strata::write_perfetto_trace(data, path, {.threads = writers})
-                                            : strata::write_chrome_trace(data, path);
+  const strata::export_result written = write_as(data, format, writers, path);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%.3f %llu\n", ms, static_cast<unsigned long long>(written.bytes));
   std::error_code ignored;
