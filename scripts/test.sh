@@ -115,6 +115,18 @@ PY
   echo >&2
   if [ "$f" -ne 0 ]; then
     grep -E '(FAIL|TIMEOUT)' "$dir.test.log" | head -n 20 >&2
+    # Each failed test's own last lines: a run in a throw-away root (CI) keeps only this log.
+    python3 - "$log_json" >&2 <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line) if line.strip() else {}
+    if t and t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
+        for stream in ("stdout", "stderr"):
+            out = (t.get(stream) or "").rstrip().splitlines()
+            if out:
+                print(f"--- {t.get('name')}: {t.get('result')}, the last {min(len(out), 30)} lines of its {stream}")
+                print("\n".join(out[-30:]))
+PY
     log "== $name: failures above; full log: $dir.test.log"
   fi
   if [ "$leftover" -ne 0 ]; then
