@@ -14,7 +14,10 @@ import subprocess
 import sys
 import tempfile
 
-RANKS, LAYERS, TOKENS, STRAGGLER, DELAY_US = 3, 3, 8, 2, 20000
+# The straggler's lead is real time (it sleeps), so it must dwarf how long a loaded machine may
+# keep another rank's thread from running: with 20 ms, one run beside the suite's compiles
+# failed in a way no quiet run showed, most likely so.
+RANKS, LAYERS, TOKENS, STRAGGLER, DELAY_US = 3, 3, 8, 2, 100000
 MODEL_DIM = 128  # the example's hidden size: each all-reduce moves TOKENS x MODEL_DIM values
 ARGS_OF_KINETO = ["Collective name", "dtype", "In msg nelems", "Out msg nelems", "Group size",
                   "Process Group Name", "Process Group Ranks", "Seq"]
