@@ -72,25 +72,24 @@ class flow_marks {
     bool ends;
   };
 
-  /// The flows of `data` (detail/flows.hpp), bucketed by track; within a track sorted by
-  /// record only when not in order already (flows come path by path, and a track's paths are
-  /// mostly met in record order).
-  explicit flow_marks(const trace_data& data) : start_(data.threads.size() + 1, 0) {
+  /// The flows of `data` (detail/flows.hpp), by track; within a track sorted by record only
+  /// when not in order already (flows come path by path, and a track's paths are mostly met in
+  /// record order).
+  explicit flow_marks(const trace_data& data) : by_track_(data.threads.size()) {
     flow_builder builder(data);
     for (std::size_t t = 0; t < data.threads.size(); ++t) {
-      std::size_t i = 0;
+      std::size_t i = 0, with_id = 0;
       read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
         for (std::size_t k = 0; k < n; ++k, ++i)
-          if (records[k].payload != 0) builder.offer(t, i, records[k]);
+          if (records[k].payload != 0) {
+            builder.offer(t, i, records[k]);
+            ++with_id;
+          }
       });
+      // Each record on a path takes a point of its host flow or ends a device flow; a host
+      // record also starts the device flows it launched, which may take a track past this.
+      by_track_[t].reserve(2 * with_id);  // address space: only what is made is touched
     }
-    // The marks in the order of their flows, each with its track; then bucketed by track.
-    struct flow_mark {
-      std::size_t thread;
-      mark m;
-    };
-    std::vector<flow_mark, huge_page_allocator<flow_mark>> made;
-    made.reserve(builder.max_points());  // address space: only what is made is touched
     small_ids ids;
     builder.build([&](const flow_point* points, std::size_t n) {
       // Its id on the wire is a small one, free again once the flow has ended.
@@ -101,30 +100,19 @@ class flow_marks {
         to = std::max(to, t);
       }
       const auto id = static_cast<std::uint32_t>(ids.take(from, to));
-      for (std::size_t k = 0; k < n; ++k) {
-        made.push_back({points[k].thread, {points[k].record, id, points[k].phase == 'f'}});
-        ++start_[points[k].thread + 1];
-      }
+      for (std::size_t k = 0; k < n; ++k) by_track_[points[k].thread].push_back({points[k].record, id, points[k].phase == 'f'});
     });
-    for (std::size_t t = 0; t + 1 < start_.size(); ++t) start_[t + 1] += start_[t];
-    marks_.resize(made.size());
-    std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
-    for (const flow_mark& f : made) marks_[next[f.thread]++] = f.m;
     const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
-    for (std::size_t t = 0; t + 1 < start_.size(); ++t) {
-      const auto first = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t]);
-      const auto last = marks_.begin() + static_cast<std::ptrdiff_t>(start_[t + 1]);
-      if (!std::is_sorted(first, last, by_record)) std::stable_sort(first, last, by_record);
-    }
+    for (auto& marks : by_track_)
+      if (!std::is_sorted(marks.begin(), marks.end(), by_record)) std::stable_sort(marks.begin(), marks.end(), by_record);
   }
 
   /// The marks of track `t`, in record order.
-  const mark* begin(std::size_t t) const noexcept { return marks_.data() + start_[t]; }
-  const mark* end(std::size_t t) const noexcept { return marks_.data() + start_[t + 1]; }
+  const mark* begin(std::size_t t) const noexcept { return by_track_[t].data(); }
+  const mark* end(std::size_t t) const noexcept { return by_track_[t].data() + by_track_[t].size(); }
 
  private:
-  std::vector<std::size_t> start_;
-  std::vector<mark, huge_page_allocator<mark>> marks_;
+  std::vector<std::vector<mark, huge_page_allocator<mark>>> by_track_;
 };
 
 }  // namespace detail
