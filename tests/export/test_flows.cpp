@@ -1,6 +1,7 @@
 // flows: the arrows that follow a correlation id from the op through the runtime to the device.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -147,4 +148,63 @@ TEST_CASE("flow ids on the wire: reused once free, never shared by flows that ov
   CHECK(overlaps == 0);
   CHECK(busy_until.size() > 16);   // the ring grew past its first size
   CHECK(busy_until.size() < 400);  // and ids were reused: at most ~100 flows are ever open at once
+}
+
+TEST_CASE("flow marks: each track's points of the flows in record order, one small id per flow") {
+  // program(); a fan-out: one op (id 7) whose work reached five device tracks, so that the
+  // op's track holds more marks than records with an id (its one record starts five flows).
+  strata::trace_data fan_out;
+  fan_out.threads.resize(6);
+  fan_out.threads[0].records = {{0, 100, &op_a, 7}, {150, 160, &op_b, 0}};
+  for (std::size_t t = 1; t < 6; ++t) {
+    fan_out.threads[t].pid = strata::device_pid(0);
+    fan_out.threads[t].tid = t;
+    fan_out.threads[t].records = {{10 * t, 10 * t + 5, &mm, 0}, {20 + 10 * t, 30 + 10 * t, &add, 7}};
+  }
+  // And crossed paths: the device ran id 2's work before id 1's, so the device track's points
+  // come out of record order (its flows are built in the order their ids were first seen).
+  strata::trace_data crossed;
+  crossed.threads.resize(2);
+  crossed.threads[0].records = {{0, 10, &op_a, 1}, {20, 30, &op_b, 2}};
+  crossed.threads[1].pid = strata::device_pid(0);
+  crossed.threads[1].records = {{25, 28, &mm, 2}, {40, 45, &add, 1}};
+  const strata::trace_data two_ops = program();
+  const strata::trace_data* const sessions[] = {&two_ops, &fan_out, &crossed};
+  for (const strata::trace_data* session : sessions) {
+    const strata::trace_data& d = *session;
+    const auto flows = strata::detail::correlation_flows(d);
+    const strata::detail::flow_marks marks(d);
+    std::map<std::uint64_t, std::uint32_t> small_of;  // flow id -> its id on the wire
+    std::size_t seen = 0;
+    for (std::size_t t = 0; t < d.threads.size(); ++t) {
+      // The points on track t, in record order (flows in id order where records are equal).
+      std::vector<strata::detail::flow_point> want;
+      for (const auto& f : flows)
+        if (f.thread == t) want.push_back(f);
+      std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.record < b.record; });
+      REQUIRE(static_cast<std::size_t>(marks.end(t) - marks.begin(t)) == want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        const auto& m = marks.begin(t)[k];
+        CHECK(m.record == want[k].record);
+        CHECK(m.ends == (want[k].phase == 'f'));
+        const auto [it, fresh] = small_of.try_emplace(want[k].id, m.id);
+        CHECK(it->second == m.id);  // every point of a flow carries the same id
+        ++seen;
+      }
+    }
+    CHECK(seen == flows.size());
+    if (session == &crossed) {
+      REQUIRE(flows.size() == 4);
+      CHECK(flows[1].record == 1);  // id 1's device point first, on the later record
+    }
+    if (session == &fan_out) {
+      // The five flows leave the op at one instant and are open together: five ids.
+      REQUIRE(flows.size() == 10);
+      std::vector<std::uint32_t> ids;
+      for (const auto& [flow, id] : small_of) ids.push_back(id);
+      std::sort(ids.begin(), ids.end());
+      CHECK(std::unique(ids.begin(), ids.end()) == ids.end());
+      CHECK(marks.end(0) - marks.begin(0) == 5);
+    }
+  }
 }
