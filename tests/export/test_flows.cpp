@@ -151,7 +151,7 @@ TEST_CASE("flow ids on the wire: reused once free, never shared by flows that ov
 }
 
 TEST_CASE("flow marks: each track's points of the flows in record order, one small id per flow") {
-  // program(); a fan-out: one op (id 7) whose work reached five device tracks, so that the
+  // Three sessions: program(); a fan-out, one op (id 7) whose work reached five device tracks, so that the
   // op's track holds more marks than records with an id (its one record starts five flows).
   strata::trace_data fan_out;
   fan_out.threads.resize(6);
@@ -187,8 +187,7 @@ TEST_CASE("flow marks: each track's points of the flows in record order, one sma
         const auto& m = marks.begin(t)[k];
         CHECK(m.record == want[k].record);
         CHECK(m.ends == (want[k].phase == 'f'));
-        const auto [it, fresh] = small_of.try_emplace(want[k].id, m.id);
-        CHECK(it->second == m.id);  // every point of a flow carries the same id
+        CHECK(small_of.try_emplace(want[k].id, m.id).first->second == m.id);  // a flow's points share an id
         ++seen;
       }
     }
