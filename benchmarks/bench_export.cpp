@@ -1,5 +1,5 @@
 // benchmarks/bench_export.cpp: how fast a stopped session becomes Chrome trace JSON, a Perfetto
-// protobuf trace, or either gzip-compressed; and the Perfetto writer's flow pass alone.
+// protobuf trace, or either gzip-compressed.
 //
 // The session is built by hand (strata::trace_data), so the figure is the writer's alone and is
 // the same from run to run: 1M records over 2 threads in a repeating pattern of what an
@@ -25,7 +25,6 @@
 
 #include <unistd.h>
 
-#include "strata/detail/flow_marks.hpp"
 #include "strata/export/chrome_trace.hpp"
 #include "strata/export/perfetto_trace.hpp"
 #include "strata/profiler.hpp"
@@ -143,18 +142,6 @@ void write_trace(benchmark::State& state) {
   std::filesystem::remove(path, ignored);
 }
 
-// The Perfetto writer's flow pass alone (the flows' points bound to each track's records),
-// which runs on one thread before the writers start: its share of the export is serial.
-void flow_pass(benchmark::State& state) {
-  const strata::trace_data data = synthetic_session(static_cast<std::uint64_t>(state.range(0)),
-                                                    static_cast<std::uint64_t>(state.range(1)));
-  for (auto _ : state) {
-    const strata::detail::flow_marks marks(data);
-    benchmark::DoNotOptimize(marks.begin(0));
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(data.recorded()));
-}
-
 }  // namespace
 
 // Real time: the export writes a file, and time blocked in write() is part of its cost.
@@ -167,7 +154,6 @@ BENCHMARK(write_trace)
     ->Args({1000000, 2, perfetto_gz, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(flow_pass)->ArgNames({"records", "threads"})->Args({1000000, 2})->Unit(benchmark::kMillisecond);
 
 namespace {
 
