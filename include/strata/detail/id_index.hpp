@@ -99,15 +99,12 @@ class by_address {
  public:
   /// The value of `key`, made by `make()` the first time `key` is seen.
   template <class Make>
-  T& find_or_make(const void* key, Make&& make) {
+  [[gnu::always_inline]] T& find_or_make(const void* key, Make&& make) {
     // Asked for every record an exporter writes: a small cache in front of the index (a
-    // trace's records come from a few dozen sites).
+    // trace's records come from a few dozen sites), looked up inline.
     cached& c = cache_[static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key) * 0x9e3779b97f4a7c15ull) >> 59)];
-    if (c.key == key) return *c.value;
-    const auto [index, fresh] = ids_.find_or_add(reinterpret_cast<std::uintptr_t>(key));
-    if (fresh) values_.push_back(make());
-    c = {key, &values_[index]};
-    return *c.value;
+    if (c.key == key) [[likely]] return *c.value;
+    return find_or_make_uncached(c, key, make);
   }
 
  private:
@@ -115,6 +112,15 @@ class by_address {
     const void* key = nullptr;  // keys are never null (id_index's ids are not 0)
     T* value = nullptr;
   };
+
+  template <class Make>
+  [[gnu::noinline]] T& find_or_make_uncached(cached& c, const void* key, Make& make) {
+    const auto [index, fresh] = ids_.find_or_add(reinterpret_cast<std::uintptr_t>(key));
+    if (fresh) values_.push_back(make());
+    c = {key, &values_[index]};
+    return *c.value;
+  }
+
   id_index ids_;
   std::deque<T> values_;
   cached cache_[32] = {};  // by a hash of the key (the top 5 bits)

@@ -414,9 +414,29 @@ class track_writer {
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
       return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
     };
-    std::size_t i = 0;  // the record's place in the track, for its flows
+    std::size_t first = 0;  // the place in the track of the first record of a run, for its flows
     read_track(data_, t, [&](const record* const records, const std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k, ++i) {
+      write_run(records, n, first, t, ns_of, counter_track, memory);
+      first += n;
+    });
+    while (!open_.empty()) close_top();
+    if (t.lost != 0) {
+      const std::int64_t at = std::max(data_.clock.to_ns(data_.stop_ticks), started_ ? last_ : 0);
+      if (!started_) start(at);
+      lost(t.lost, at);
+    }
+  }
+
+ private:
+  // Writes records[0, n), the records `first` to `first + n` of track `t`. A function of its
+  // own, with the clock conversion taken by value: the lambda that calls it reaches its
+  // variables by reference, and a write through `char*` may alias any of them, which would
+  // have the compiler read them again after every byte.
+  template <class NsOf, class CounterTrack, class Memory>
+  void write_run(const record* const records, const std::size_t n, const std::size_t first, const thread_track& t,
+                 const NsOf ns_of, CounterTrack& counter_track, Memory& memory) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = first + k;  // the record's place in the track
       const record& r = records[k];
       const bool is_memory = r.site->kind == record_kind::memory;
       std::int64_t begin = ns_of(r.begin);
@@ -443,7 +463,6 @@ class track_writer {
         event(e, begin, r.payload, i);
         open_.push_back(end);
         k += folded;
-        i += folded;
       } else {
         while (!open_.empty() && open_.back() < begin) close_top();
         if (e.kind == record_kind::counter) {
@@ -452,20 +471,11 @@ class track_writer {
           const std::size_t folded = fold_counters(records + k + 1, n - k - 1, begin, t, ns_of, counter_track);
           event(e, begin, r.payload, i);
           k += folded;
-          i += folded;
         }
       }
     }
-    });
-    while (!open_.empty()) close_top();
-    if (t.lost != 0) {
-      const std::int64_t at = std::max(data_.clock.to_ns(data_.stop_ticks), started_ ? last_ : 0);
-      if (!started_) start(at);
-      lost(t.lost, at);
-    }
   }
 
- private:
   // A counter sample recorded at the instant of the event before it (a queue depth when a
   // kernel is launched) rides in that event's packet as an extra counter value: 5 bytes
   // instead of a packet of 14. At most this many to one event.
@@ -621,10 +631,26 @@ class track_writer {
     return delta;
   }
 
+  // The longest tail whose packet (key and delta before it) stays under 128 bytes.
+  static constexpr std::size_t max_short_tail = 127 - 1 - 10;
+
   // A slice begin or an instant: the site's fields, then a correlation id and flow ids.
-  void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
+  [[gnu::always_inline]] void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
     if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_) [[likely]] {
-      // Nothing of its own: key, length, delta, then the sequence's tail of the site.
+      // Nothing of its own: key, length, delta, then the sequence's tail of the site; as for
+      // a slice end, a packet under 128 bytes has its one-byte length written last.
+      if (e.tail.size() <= max_short_tail) [[likely]] {
+        const std::uint64_t delta = advance(t);
+        char* const packet = out_.reserve(2 + 1 + 10 + e.tail.size() + padded_bytes::copy_slack);
+        packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+        char* p = packet + 2;
+        *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+        p = proto::put_varint(p, delta);
+        p = e.tail.copy_to(p);
+        packet[1] = static_cast<char>(p - (packet + 2));
+        out_.commit(p);
+        return;
+      }
       const std::uint64_t delta = advance(t);
       const std::size_t size = 1 + proto::varint_size(delta) + e.tail.size();
       char* p = out_.reserve(1 + proto::varint_size(size) + size + padded_bytes::copy_slack);
@@ -635,17 +661,59 @@ class track_writer {
       out_.commit(e.tail.copy_to(p));
       return;
     }
+    event_of_its_own(e, t, correlation_id, index);
+  }
+
+  // An event with a correlation id, flows, counter samples or strings to intern.
+  [[gnu::noinline]] void event_of_its_own(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
+    // Flows bound to this record: flow_ids start or continue one, terminating_flow_ids end it.
+    while (next_flow_ != flows_end_ && next_flow_->record < index) ++next_flow_;
+    const flow_marks::mark* const flows_begin = next_flow_;
+    while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
+    const flow_marks::mark* const flows_end = next_flow_;
+    if (e.tail_sequence == sequence_ && (correlation_id == 0 || correlation_sent_) && e.fields.size() < 128) {
+      // Nothing to intern, and (bounded from above) a packet under 128 bytes: the sequence's
+      // tail of the site (sequence id, TrackEvent key, a one-byte length, the site's fields),
+      // then what is the event's own; the two lengths, one byte each, are written last.
+      const auto flows = static_cast<std::size_t>(flows_end - flows_begin);
+      const std::size_t most = 1 + 10 + e.tail.size() + (correlation_id != 0 ? 2 + 1 + 10 + 1 + 10 : 0) +
+                               flows * (2 + 5) + folded_count_ * (2 + 10 + 2 + 10);
+      if (most < 128) {
+        const std::uint64_t delta = advance(t);
+        char* const packet = out_.reserve(2 + most + padded_bytes::copy_slack);
+        packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+        char* p = packet + 2;
+        *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+        p = proto::put_varint(p, delta);
+        char* const event_length = p + sequence_key_size_ + 1;
+        p = e.tail.copy_to(p);
+        if (correlation_id != 0) {
+          *p++ = static_cast<char>(proto::key(event_debug_annotations, proto::wire::length_delimited));
+          char* const annotation_length = p++;
+          *p++ = static_cast<char>(proto::key(annotation_name_iid, proto::wire::varint));
+          p = proto::put_varint(p, correlation_iid_);
+          *p++ = static_cast<char>(proto::key(annotation_uint, proto::wire::varint));
+          p = proto::put_varint(p, correlation_id);
+          *annotation_length = static_cast<char>(p - (annotation_length + 1));
+        }
+        for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
+          p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
+          p = proto::put_varint(p, f->id);
+        }
+        p = put_folded(p);
+        *event_length = static_cast<char>(p - (event_length + 1));
+        packet[1] = static_cast<char>(p - (packet + 2));
+        out_.commit(p);
+        folded_count_ = 0;
+        return;
+      }
+    }
     const std::string_view interned = intern(e, correlation_id != 0);
     std::size_t correlation_size = 0, annotation_size = 0;
     if (correlation_id != 0) {
       annotation_size = 1 + proto::varint_size(correlation_iid_) + 1 + proto::varint_size(correlation_id);
       correlation_size = 1 + proto::varint_size(annotation_size) + annotation_size;
     }
-    // Flows bound to this record: flow_ids start or continue one, terminating_flow_ids end it.
-    while (next_flow_ != flows_end_ && next_flow_->record < index) ++next_flow_;
-    const flow_marks::mark* const flows_begin = next_flow_;
-    while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
-    const flow_marks::mark* const flows_end = next_flow_;
     std::size_t flow_size = 0;
     for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
     const std::size_t event_size = e.fields.size() + correlation_size + flow_size + folded_size();
@@ -672,16 +740,20 @@ class track_writer {
   }
 
   // A slice end: its type alone (the track is the sequence's default).
-  void close_top() {
+  //
+  // The packet is under 128 bytes (a delta of at most 10, a tail of at most 10), so its length
+  // is one byte, written once the rest is: nothing is measured twice.
+  [[gnu::always_inline]] void close_top() {
     const std::uint64_t delta = advance(open_.back());
     open_.pop_back();
-    const std::size_t size = 1 + proto::varint_size(delta) + end_tail_.size();
-    char* p = out_.reserve(1 + proto::varint_size(size) + size + padded_bytes::copy_slack);
-    *p++ = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
-    p = proto::put_varint(p, size);
+    char* const packet = out_.reserve(2 + 1 + 10 + end_tail_.size() + padded_bytes::copy_slack);
+    packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+    char* p = packet + 2;
     *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
     p = proto::put_varint(p, delta);
-    out_.commit(end_tail_.copy_to(p));
+    p = end_tail_.copy_to(p);
+    packet[1] = static_cast<char>(p - (packet + 2));
+    out_.commit(p);
   }
 
   void counter(site_event& e, std::int64_t t, double value, std::uint64_t track) {
