@@ -962,7 +962,9 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   // (the same descriptor twice is one track to trace_processor).
   std::mutex counters_lock;
   std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> counter_uuids;
-  struct lane_state {
+  // Each thread writes its lane's members (the buffer's fill, the open slices) for every
+  // packet: lanes on cache lines of their own, or two threads would take turns on one line.
+  struct alignas(64) lane_state {
     lane_state(pf::packet_stream& out, std::mutex& lock) : lane(out, lock), sites(names) {}
     pf::packet_lane lane;
     pf::interner names;
