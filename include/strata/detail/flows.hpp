@@ -40,7 +40,8 @@ using flow_points = std::vector<flow_point, huge_page_allocator<flow_point>>;
 /// Sorts [first, last) stably by `less`. A path holds a handful of records, for which an
 /// insertion sort beats std::stable_sort, which allocates a buffer on every call.
 template <class It, class Less>
-void small_stable_sort(It first, It last, Less less) {
+[[gnu::always_inline]] inline void small_stable_sort(It first, It last, Less less) {
+  if (last - first < 2) return;  // most paths: one runtime call, no device work
   if (last - first > 32) {
     std::stable_sort(first, last, less);
     return;
@@ -78,7 +79,7 @@ class flow_builder {
   /// Offers the record `index` (oldest first, as `read_track` reads them) of
   /// `data.threads[thread]`; records must be offered thread by thread, oldest first.
   /// Records without a correlation id may be skipped.
-  void offer(std::size_t thread, std::size_t index, const record& r) {
+  [[gnu::always_inline]] void offer(std::size_t thread, std::size_t index, const record& r) {
     if (!on_flow_path(r)) return;
     // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
     // dangling pointer to the returned pair (-Wdangling-pointer).

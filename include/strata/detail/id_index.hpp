@@ -22,16 +22,15 @@ namespace detail {
 class id_index {
  public:
   /// The index of `id` (not 0), and whether it was seen for the first time.
-  std::pair<std::uint32_t, bool> find_or_add(std::uint64_t id) {
-    if (window_.empty()) window_base_ = id;
+  [[gnu::always_inline]] std::pair<std::uint32_t, bool> find_or_add(std::uint64_t id) {
     const std::uint64_t offset = id - window_base_;  // ids below the base wrap to huge offsets
-    if (offset < window_.size() || (offset < max_window() && extend_window(offset))) {
+    if (offset < window_.size()) [[likely]] {  // inline: an id in the window
       std::uint32_t& index = window_[offset];
       if (index != none) return {index, false};
       index = size_;
       return {size_++, true};
     }
-    return find_or_add_hashed(id);
+    return find_or_add_outside(id);
   }
 
  private:
@@ -42,6 +41,20 @@ class id_index {
   };
 
   std::uint64_t max_window() const noexcept { return 8 * (std::uint64_t{size_} + 4096); }
+
+  // An id beyond the window (or the first): the window grows over it while it stays at most 8
+  // slots an id, else the id goes to the table.
+  [[gnu::noinline]] std::pair<std::uint32_t, bool> find_or_add_outside(std::uint64_t id) {
+    if (window_.empty()) window_base_ = id;
+    const std::uint64_t offset = id - window_base_;
+    if (offset < window_.size() || (offset < max_window() && extend_window(offset))) {
+      std::uint32_t& index = window_[offset];
+      if (index != none) return {index, false};
+      index = size_;
+      return {size_++, true};
+    }
+    return find_or_add_hashed(id);
+  }
 
   /// Grows the window over `offset`; ids already in the table that it now covers keep their
   /// indices (their table entries are not consulted again).
