@@ -301,6 +301,17 @@ class packet_buffer {
     ++packets_;
   }
 
+  /// Where the next packet goes, and the end of the buffer: a writer may keep both in locals,
+  /// write several packets, and hand them over with `commit(end, packets)` (a store through
+  /// `char*` may alias any member, so a writer that goes through the buffer for each packet
+  /// reads them all again).
+  char* cursor() noexcept { return buf_.data() + used_; }
+  char* room_end() noexcept { return buf_.data() + buf_.size(); }
+  void commit(const char* end, std::uint64_t packets) noexcept {
+    used_ = static_cast<std::size_t>(end - buf_.data());
+    packets_ += packets;
+  }
+
   /// Appends one whole packet (a `Trace.packet` field) holding `fields`.
   void packet(const proto::message& fields) {
     const std::size_t n = fields.size();

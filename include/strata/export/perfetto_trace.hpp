@@ -435,19 +435,85 @@ class track_writer {
   template <class NsOf, class CounterTrack, class Memory>
   void write_run(const record* const records, const std::size_t n, const std::size_t first, const thread_track& t,
                  const NsOf ns_of, CounterTrack& counter_track, Memory& memory) {
+    // The buffer's cursor in locals for the common packets (slice ends, events with nothing
+    // of their own); handed back to the buffer around everything else. The lambdas must be
+    // inlined for the locals to stay in registers (GNU attribute: g++ and clang both take it).
+    char* p = out_.cursor();
+    char* room_end = out_.room_end();
+    std::uint64_t packets = 0;
+    const auto hand_back = [&]() __attribute__((always_inline)) {
+      out_.commit(p, packets);
+      packets = 0;
+    };
+    const auto take = [&]() __attribute__((always_inline)) {
+      p = out_.cursor();
+      room_end = out_.room_end();
+    };
+    const auto room = [&](std::size_t bytes) __attribute__((always_inline)) {
+      if (static_cast<std::size_t>(room_end - p) < bytes) [[unlikely]] {
+        hand_back();
+        out_.reserve(bytes);  // hands on what the buffer holds
+        take();
+      }
+    };
+    // A packet under 128 bytes: its key, its one-byte length once the rest is written (a
+    // delta of at most 10 bytes, then `tail`).
+    const auto short_packet = [&](std::uint64_t delta, const padded_bytes& tail) __attribute__((always_inline)) {
+      room(2 + 1 + 10 + tail.size() + padded_bytes::copy_slack);
+      p[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+      char* q = p + 2;
+      *q++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+      q = proto::put_varint(q, delta);
+      q = tail.copy_to(q);
+      p[1] = static_cast<char>(q - (p + 2));
+      p = q;
+      ++packets;
+    };
+    const auto close = [&]() __attribute__((always_inline)) {  // close_top()
+      const std::uint64_t delta = advance(open_.back());
+      open_.pop_back();
+      short_packet(delta, end_tail_);
+    };
+    const auto write_event = [&](site_event& e, std::int64_t at, std::uint64_t correlation_id, std::size_t index) __attribute__((always_inline)) {
+      if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_ && e.tail.size() <= max_short_tail) [[likely]] {
+        short_packet(advance(at), e.tail);
+        return;
+      }
+      hand_back();
+      event(e, at, correlation_id, index);
+      take();
+    };
+    // Counter samples at the instant of the event at records[k] (fold_counters), which may
+    // describe their track in the buffer first.
+    const auto fold = [&](std::size_t k, std::int64_t at) __attribute__((always_inline)) -> std::size_t {
+      if (k + 1 >= n || records[k + 1].site->kind != record_kind::counter) [[likely]] {
+        folded_count_ = 0;
+        return 0;
+      }
+      hand_back();
+      const std::size_t folded = fold_counters(records + k + 1, n - k - 1, at, t, ns_of, counter_track);
+      take();
+      return folded;
+    };
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t i = first + k;  // the record's place in the track
       const record& r = records[k];
       const bool is_memory = r.site->kind == record_kind::memory;
       std::int64_t begin = ns_of(r.begin);
-      if (!started_) start(begin);
+      if (!started_) [[unlikely]] {
+        hand_back();
+        start(begin);
+        take();
+      }
       if (begin < last_) begin = last_;  // records come oldest first; never step back in time
       if (is_memory) [[unlikely]] {
-        while (!open_.empty() && open_.back() < begin) close_top();
+        while (!open_.empty() && open_.back() < begin) close();
+        hand_back();
         memory(i, [&](const site* s, double value) {
           site_event& m = sites_.of(s);
           counter(m, begin, value, counter_track(data_.pid, m));
         });
+        take();
         continue;
       }
       site_event& e = sites_.of(r.site);
@@ -455,25 +521,28 @@ class track_writer {
         std::int64_t end = std::max(ns_of(r.end), begin);
         // Close the scopes that ended before this one began; of two scopes meeting at one
         // instant, the earlier ends first unless the new one lies within it (zero length).
-        while (!open_.empty() && open_.back() <= begin && open_.back() < end) close_top();
+        while (!open_.empty() && open_.back() <= begin && open_.back() < end) close();
         // A scope crossing its parent's end (a thread's RAII scopes never do) is cut there,
         // so the slices stay nested.
         if (!open_.empty() && end > open_.back()) end = open_.back();
-        const std::size_t folded = fold_counters(records + k + 1, n - k - 1, begin, t, ns_of, counter_track);
-        event(e, begin, r.payload, i);
+        const std::size_t folded = fold(k, begin);
+        write_event(e, begin, r.payload, i);
         open_.push_back(end);
         k += folded;
       } else {
-        while (!open_.empty() && open_.back() < begin) close_top();
+        while (!open_.empty() && open_.back() < begin) close();
         if (e.kind == record_kind::counter) {
+          hand_back();
           counter(e, begin, r.counter_value(), counter_track(t.pid != 0 ? t.pid : data_.pid, e));
+          take();
         } else {
-          const std::size_t folded = fold_counters(records + k + 1, n - k - 1, begin, t, ns_of, counter_track);
-          event(e, begin, r.payload, i);
+          const std::size_t folded = fold(k, begin);
+          write_event(e, begin, r.payload, i);
           k += folded;
         }
       }
     }
+    hand_back();
   }
 
   // A counter sample recorded at the instant of the event before it (a queue depth when a
