@@ -47,12 +47,7 @@ class id_index {
   [[gnu::noinline]] std::pair<std::uint32_t, bool> find_or_add_outside(std::uint64_t id) {
     if (window_.empty()) window_base_ = id;
     const std::uint64_t offset = id - window_base_;
-    if (offset < window_.size() || (offset < max_window() && extend_window(offset))) {
-      std::uint32_t& index = window_[offset];
-      if (index != none) return {index, false};
-      index = size_;
-      return {size_++, true};
-    }
+    if (offset < max_window() && extend_window(offset)) return find_or_add(id);  // now in the window
     return find_or_add_hashed(id);
   }
 

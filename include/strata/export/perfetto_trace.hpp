@@ -456,27 +456,19 @@ class track_writer {
         take();
       }
     };
-    // A packet under 128 bytes: its key, its one-byte length once the rest is written (a
-    // delta of at most 10 bytes, then `tail`).
-    const auto short_packet = [&](std::uint64_t delta, const padded_bytes& tail) __attribute__((always_inline)) {
-      room(2 + 1 + 10 + tail.size() + padded_bytes::copy_slack);
-      p[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
-      char* q = p + 2;
-      *q++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
-      q = proto::put_varint(q, delta);
-      q = tail.copy_to(q);
-      p[1] = static_cast<char>(q - (p + 2));
-      p = q;
+    const auto put_short = [&](std::uint64_t delta, const padded_bytes& tail) __attribute__((always_inline)) {
+      room(short_packet_room(tail));
+      p = short_packet(p, delta, tail);
       ++packets;
     };
     const auto close = [&]() __attribute__((always_inline)) {  // close_top()
       const std::uint64_t delta = advance(open_.back());
       open_.pop_back();
-      short_packet(delta, end_tail_);
+      put_short(delta, end_tail_);
     };
     const auto write_event = [&](site_event& e, std::int64_t at, std::uint64_t correlation_id, std::size_t index) __attribute__((always_inline)) {
       if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_ && e.tail.size() <= max_short_tail) [[likely]] {
-        short_packet(advance(at), e.tail);
+        put_short(advance(at), e.tail);
         return;
       }
       hand_back();
@@ -703,21 +695,36 @@ class track_writer {
   // The longest tail whose packet (key and delta before it) stays under 128 bytes.
   static constexpr std::size_t max_short_tail = 127 - 1 - 10;
 
+  // A packet under 128 bytes has a one-byte length, written once the rest is: nothing is
+  // measured twice. This writes its key, leaves the length's byte and writes the timestamp
+  // delta; returns where the rest goes. `end_short_packet` writes the length.
+  static char* begin_short_packet(char* packet, std::uint64_t delta) noexcept {
+    packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
+    char* p = packet + 2;
+    *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
+    return proto::put_varint(p, delta);
+  }
+  static void end_short_packet(char* packet, const char* end) noexcept {
+    packet[1] = static_cast<char>(end - (packet + 2));
+  }
+  // A whole short packet: delta, then `tail` (at most max_short_tail bytes). Room: 13 bytes,
+  // the tail and its copy slack.
+  static char* short_packet(char* packet, std::uint64_t delta, const padded_bytes& tail) noexcept {
+    char* const end = tail.copy_to(begin_short_packet(packet, delta));
+    end_short_packet(packet, end);
+    return end;
+  }
+  static std::size_t short_packet_room(const padded_bytes& tail) noexcept {
+    return 2 + 1 + 10 + tail.size() + padded_bytes::copy_slack;
+  }
+
   // A slice begin or an instant: the site's fields, then a correlation id and flow ids.
   [[gnu::always_inline]] void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
     if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_) [[likely]] {
-      // Nothing of its own: key, length, delta, then the sequence's tail of the site; as for
-      // a slice end, a packet under 128 bytes has its one-byte length written last.
+      // Nothing of its own: key, length, delta, then the sequence's tail of the site (one
+      // under max_short_tail is write_run's short packet).
       if (e.tail.size() <= max_short_tail) [[likely]] {
-        const std::uint64_t delta = advance(t);
-        char* const packet = out_.reserve(2 + 1 + 10 + e.tail.size() + padded_bytes::copy_slack);
-        packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
-        char* p = packet + 2;
-        *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
-        p = proto::put_varint(p, delta);
-        p = e.tail.copy_to(p);
-        packet[1] = static_cast<char>(p - (packet + 2));
-        out_.commit(p);
+        out_.commit(short_packet(out_.reserve(short_packet_room(e.tail)), advance(t), e.tail));
         return;
       }
       const std::uint64_t delta = advance(t);
@@ -748,12 +755,8 @@ class track_writer {
       const std::size_t most = 1 + 10 + e.tail.size() + (correlation_id != 0 ? 2 + 1 + 10 + 1 + 10 : 0) +
                                flows * (2 + 5) + folded_count_ * (2 + 10 + 2 + 10);
       if (most < 128) {
-        const std::uint64_t delta = advance(t);
         char* const packet = out_.reserve(2 + most + padded_bytes::copy_slack);
-        packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
-        char* p = packet + 2;
-        *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
-        p = proto::put_varint(p, delta);
+        char* p = begin_short_packet(packet, advance(t));
         char* const event_length = p + sequence_key_size_ + 1;
         p = e.tail.copy_to(p);
         if (correlation_id != 0) {
@@ -771,7 +774,7 @@ class track_writer {
         }
         p = put_folded(p);
         *event_length = static_cast<char>(p - (event_length + 1));
-        packet[1] = static_cast<char>(p - (packet + 2));
+        end_short_packet(packet, p);
         out_.commit(p);
         folded_count_ = 0;
         return;
@@ -808,21 +811,12 @@ class track_writer {
     folded_count_ = 0;
   }
 
-  // A slice end: its type alone (the track is the sequence's default).
-  //
-  // The packet is under 128 bytes (a delta of at most 10, a tail of at most 10), so its length
-  // is one byte, written once the rest is: nothing is measured twice.
-  [[gnu::always_inline]] void close_top() {
+  // A slice end: its type alone (the track is the sequence's default), a short packet (its
+  // tail is at most 10 bytes).
+  void close_top() {
     const std::uint64_t delta = advance(open_.back());
     open_.pop_back();
-    char* const packet = out_.reserve(2 + 1 + 10 + end_tail_.size() + padded_bytes::copy_slack);
-    packet[0] = static_cast<char>(proto::key(trace_packet, proto::wire::length_delimited));
-    char* p = packet + 2;
-    *p++ = static_cast<char>(proto::key(packet_timestamp, proto::wire::varint));
-    p = proto::put_varint(p, delta);
-    p = end_tail_.copy_to(p);
-    packet[1] = static_cast<char>(p - (packet + 2));
-    out_.commit(p);
+    out_.commit(short_packet(out_.reserve(short_packet_room(end_tail_)), delta, end_tail_));
   }
 
   void counter(site_event& e, std::int64_t t, double value, std::uint64_t track) {
