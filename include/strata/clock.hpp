@@ -164,8 +164,11 @@ class clock_calibration {
   /// Nanoseconds on the steady clock at which `ticks` was read.
   std::int64_t to_ns(std::uint64_t ticks) const noexcept {
     if (source_ == clock_source::steady_clock) return static_cast<std::int64_t>(ticks);
-    const double delta = static_cast<double>(static_cast<std::int64_t>(ticks - anchor_ticks_));
-    return anchor_ns_ + static_cast<std::int64_t>(delta * ns_per_tick_ + (delta < 0 ? -0.5 : 0.5));
+    // Rounded half away from zero. The sign is tested on the integer (a well-predicted branch:
+    // a session's ticks follow the anchor), which costs the exporters less than a blend.
+    const auto delta = static_cast<std::int64_t>(ticks - anchor_ticks_);
+    const double ns = static_cast<double>(delta) * ns_per_tick_;
+    return anchor_ns_ + static_cast<std::int64_t>(delta >= 0 ? ns + 0.5 : ns - 0.5);
   }
 
   clock_source source() const noexcept { return source_; }

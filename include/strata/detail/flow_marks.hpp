@@ -91,11 +91,15 @@ class flow_marks {
       by_track_[t].reserve(2 * with_id);  // address space: only what is made is touched
     }
     small_ids ids;
+    std::vector<char> in_ns(data.threads.size());  // read per point: a byte, not a thread_track
+    for (std::size_t t = 0; t < data.threads.size(); ++t) in_ns[t] = data.threads[t].timestamps_in_ns;
+    const clock_calibration clock = data.clock;
     builder.build([&](const flow_point* points, std::size_t n) {
       // Its id on the wire is a small one, free again once the flow has ended.
       std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
       for (std::size_t k = 0; k < n; ++k) {
-        const std::int64_t t = data.ns_of(data.threads[points[k].thread], points[k].begin);
+        const std::uint64_t b = points[k].begin;
+        const std::int64_t t = in_ns[points[k].thread] ? static_cast<std::int64_t>(b) : clock.to_ns(b);
         from = std::min(from, t);
         to = std::max(to, t);
       }

@@ -151,53 +151,51 @@ class flow_builder {
 
 template <class Flow>
 void flow_builder::build(Flow&& flow) const {
-  struct at {
-    std::size_t thread, record;
-    std::uint64_t begin;
-  };
-  const auto& threads = data_.threads;
-  std::vector<at> host, device;  // reused from path to path
-  std::vector<flow_point> points;
+  // A path's host records (its op first) and each device track's first record, as points:
+  // scratch written by index and reused from path to path, grown when a path needs more.
+  std::vector<flow_point> host(16), device(16);
   std::uint64_t next_id = 1;
-  const auto earlier = [](const at& a, const at& b) { return a.begin < b.begin; };
+  const auto earlier = [](const flow_point& a, const flow_point& b) { return a.begin < b.begin; };
+  const auto& threads = data_.threads;
   for (const path& p : paths_) {
     const std::uint64_t c = p.correlation_id;
-    host.clear();
-    device.clear();
+    std::size_t hosts = 0, devices = 0;
     const bool has_op = p.op_thread != none;
-    if (has_op) host.push_back({p.op_thread, p.op_record, p.op_begin});
+    if (has_op) host[hosts++] = {'t', 0, c, p.op_thread, p.op_record, p.op_begin};
     for (std::uint32_t k = p.first; k != none; k = members_[k].next) {
       const member& m = members_[k];
-      const at a{m.thread, m.record, m.begin};
       if (!m.on_device) {
-        host.push_back(a);
-      } else if (device.empty() || device.back().thread != a.thread) {
+        if (hosts == host.size()) host.resize(2 * hosts);
+        host[hosts++] = {'t', 0, c, m.thread, m.record, m.begin};
+      } else if (devices == 0 || device[devices - 1].thread != m.thread) {
         // Each device track's earliest record (a track's records are oldest first, and
         // tracks are offered in order, so this is also the order of the tracks).
-        device.push_back(a);
+        if (devices == device.size()) device.resize(2 * devices);
+        device[devices++] = {'f', 0, c, m.thread, m.record, m.begin};
       }
     }
-    small_stable_sort(host.begin() + (has_op ? 1 : 0), host.end(), earlier);
-    if (host.size() >= 2) {
+    if (hosts == 0) continue;
+    small_stable_sort(host.begin() + (has_op ? 1 : 0), host.begin() + static_cast<std::ptrdiff_t>(hosts), earlier);
+    if (hosts >= 2) {
       const std::uint64_t id = next_id++;
-      points.clear();
-      for (std::size_t k = 0; k < host.size(); ++k) {
-        const char phase = k == 0 ? 's' : k + 1 == host.size() ? 'f' : 't';
-        points.push_back({phase, id, c, host[k].thread, host[k].record, host[k].begin});
-      }
-      flow(points.data(), points.size());
+      for (std::size_t k = 0; k < hosts; ++k) host[k].id = id;
+      host[0].phase = 's';
+      host[hosts - 1].phase = 'f';
+      flow(host.data(), hosts);
     }
-    if (host.empty()) continue;
-    small_stable_sort(device.begin(), device.end(), earlier);
-    const auto ns = [&](const at& a) { return data_.ns_of(threads[a.thread], a.begin); };
-    for (const at& d : device) {
+    if (devices == 0) continue;
+    small_stable_sort(device.begin(), device.begin() + static_cast<std::ptrdiff_t>(devices), earlier);
+    const auto ns = [&](const flow_point& a) { return data_.ns_of(threads[a.thread], a.begin); };
+    for (std::size_t j = 0; j < devices; ++j) {
       // The latest host record that began before the device work did launched it.
+      const std::int64_t at = ns(device[j]);
       std::size_t from = 0;
-      for (std::size_t k = 1; k < host.size(); ++k)
-        if (ns(host[k]) <= ns(d)) from = k;
+      for (std::size_t k = 1; k < hosts; ++k)
+        if (ns(host[k]) <= at) from = k;
       const std::uint64_t id = next_id++;
-      const flow_point pair[2] = {{'s', id, c, host[from].thread, host[from].record, host[from].begin},
-                                  {'f', id, c, d.thread, d.record, d.begin}};
+      flow_point pair[2] = {host[from], device[j]};
+      pair[0].phase = 's';
+      pair[0].id = pair[1].id = id;
       flow(pair, 2);
     }
   }

@@ -467,9 +467,25 @@ class track_writer {
       put_short(delta, end_tail_);
     };
     const auto write_event = [&](site_event& e, std::int64_t at, std::uint64_t correlation_id, std::size_t index) __attribute__((always_inline)) {
-      if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_ && e.tail.size() <= max_short_tail) [[likely]] {
-        put_short(advance(at), e.tail);
-        return;
+      if (folded_count_ == 0 && e.tail_sequence == sequence_) [[likely]] {
+        if (correlation_id == 0 && e.tail.size() <= max_short_tail) [[likely]] {
+          put_short(advance(at), e.tail);
+          return;
+        }
+        if (correlation_id != 0 && correlation_sent_) {  // an op or a runtime call: here too
+          const flow_range flows = flows_of(index);
+          const std::size_t most = short_event_bound(e, correlation_id, flows);
+          if (most < 128) [[likely]] {
+            room(2 + most + padded_bytes::copy_slack);
+            p = short_event(p, e, advance(at), correlation_id, flows);
+            ++packets;
+            return;
+          }
+          hand_back();
+          event_of_its_own(e, at, correlation_id, flows);
+          take();
+          return;
+        }
       }
       hand_back();
       event(e, at, correlation_id, index);
@@ -709,7 +725,7 @@ class track_writer {
   }
   // A whole short packet: delta, then `tail` (at most max_short_tail bytes). Room: 13 bytes,
   // the tail and its copy slack.
-  static char* short_packet(char* packet, std::uint64_t delta, const padded_bytes& tail) noexcept {
+  [[gnu::always_inline]] static char* short_packet(char* packet, std::uint64_t delta, const padded_bytes& tail) noexcept {
     char* const end = tail.copy_to(begin_short_packet(packet, delta));
     end_short_packet(packet, end);
     return end;
@@ -737,45 +753,64 @@ class track_writer {
       out_.commit(e.tail.copy_to(p));
       return;
     }
-    event_of_its_own(e, t, correlation_id, index);
+    event_of_its_own(e, t, correlation_id, flows_of(index));
+  }
+
+  // The flow marks bound to the record at `index` of the track (records are met in order):
+  // flow_ids start or continue a flow, terminating_flow_ids end one.
+  struct flow_range {
+    const flow_marks::mark* first;
+    const flow_marks::mark* last;
+  };
+  [[gnu::always_inline]] flow_range flows_of(std::size_t index) noexcept {
+    while (next_flow_ != flows_end_ && next_flow_->record < index) ++next_flow_;
+    const flow_marks::mark* const first = next_flow_;
+    while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
+    return {first, next_flow_};
+  }
+
+  // At most how many bytes follow the key and length of an event's packet with nothing to
+  // intern; under 128, `short_event` writes it.
+  std::size_t short_event_bound(const site_event& e, std::uint64_t correlation_id, flow_range flows) const noexcept {
+    return 1 + 10 + e.tail.size() + (correlation_id != 0 ? 2 + 1 + 10 + 1 + 10 : 0) +
+           static_cast<std::size_t>(flows.last - flows.first) * (2 + 5) + folded_count_ * (2 + 10 + 2 + 10);
+  }
+
+  // An event with nothing to intern whose bound is under 128 bytes, written at `packet` (room:
+  // 2 + the bound + padded_bytes::copy_slack): the sequence's tail of the site (sequence id,
+  // TrackEvent key, a one-byte length, the site's fields), then what is the event's own; the
+  // two lengths, one byte each, are written last. Returns the packet's end.
+  [[gnu::always_inline]] char* short_event(char* packet, const site_event& e, std::uint64_t delta, std::uint64_t correlation_id,
+                                           flow_range flows) const noexcept {
+    char* p = begin_short_packet(packet, delta);
+    char* const event_length = p + sequence_key_size_ + 1;
+    p = e.tail.copy_to(p);
+    if (correlation_id != 0) {
+      *p++ = static_cast<char>(proto::key(event_debug_annotations, proto::wire::length_delimited));
+      char* const annotation_length = p++;
+      *p++ = static_cast<char>(proto::key(annotation_name_iid, proto::wire::varint));
+      p = proto::put_varint(p, correlation_iid_);
+      *p++ = static_cast<char>(proto::key(annotation_uint, proto::wire::varint));
+      p = proto::put_varint(p, correlation_id);
+      *annotation_length = static_cast<char>(p - (annotation_length + 1));
+    }
+    for (const flow_marks::mark* f = flows.first; f != flows.last; ++f) {
+      p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
+      p = proto::put_varint(p, f->id);
+    }
+    if (folded_count_ != 0) p = put_folded(p);
+    *event_length = static_cast<char>(p - (event_length + 1));
+    end_short_packet(packet, p);
+    return p;
   }
 
   // An event with a correlation id, flows, counter samples or strings to intern.
-  [[gnu::noinline]] void event_of_its_own(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
-    // Flows bound to this record: flow_ids start or continue one, terminating_flow_ids end it.
-    while (next_flow_ != flows_end_ && next_flow_->record < index) ++next_flow_;
-    const flow_marks::mark* const flows_begin = next_flow_;
-    while (next_flow_ != flows_end_ && next_flow_->record == index) ++next_flow_;
-    const flow_marks::mark* const flows_end = next_flow_;
-    if (e.tail_sequence == sequence_ && (correlation_id == 0 || correlation_sent_) && e.fields.size() < 128) {
-      // Nothing to intern, and (bounded from above) a packet under 128 bytes: the sequence's
-      // tail of the site (sequence id, TrackEvent key, a one-byte length, the site's fields),
-      // then what is the event's own; the two lengths, one byte each, are written last.
-      const auto flows = static_cast<std::size_t>(flows_end - flows_begin);
-      const std::size_t most = 1 + 10 + e.tail.size() + (correlation_id != 0 ? 2 + 1 + 10 + 1 + 10 : 0) +
-                               flows * (2 + 5) + folded_count_ * (2 + 10 + 2 + 10);
+  [[gnu::noinline]] void event_of_its_own(site_event& e, std::int64_t t, std::uint64_t correlation_id, flow_range flows) {
+    if (e.tail_sequence == sequence_ && (correlation_id == 0 || correlation_sent_)) {
+      const std::size_t most = short_event_bound(e, correlation_id, flows);
       if (most < 128) {
         char* const packet = out_.reserve(2 + most + padded_bytes::copy_slack);
-        char* p = begin_short_packet(packet, advance(t));
-        char* const event_length = p + sequence_key_size_ + 1;
-        p = e.tail.copy_to(p);
-        if (correlation_id != 0) {
-          *p++ = static_cast<char>(proto::key(event_debug_annotations, proto::wire::length_delimited));
-          char* const annotation_length = p++;
-          *p++ = static_cast<char>(proto::key(annotation_name_iid, proto::wire::varint));
-          p = proto::put_varint(p, correlation_iid_);
-          *p++ = static_cast<char>(proto::key(annotation_uint, proto::wire::varint));
-          p = proto::put_varint(p, correlation_id);
-          *annotation_length = static_cast<char>(p - (annotation_length + 1));
-        }
-        for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
-          p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
-          p = proto::put_varint(p, f->id);
-        }
-        p = put_folded(p);
-        *event_length = static_cast<char>(p - (event_length + 1));
-        end_short_packet(packet, p);
-        out_.commit(p);
+        out_.commit(short_event(packet, e, advance(t), correlation_id, flows));
         folded_count_ = 0;
         return;
       }
@@ -787,7 +822,7 @@ class track_writer {
       correlation_size = 1 + proto::varint_size(annotation_size) + annotation_size;
     }
     std::size_t flow_size = 0;
-    for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
+    for (const flow_marks::mark* f = flows.first; f != flows.last; ++f) flow_size += 2 + proto::varint_size(f->id);  // 2-byte key
     const std::size_t event_size = e.fields.size() + correlation_size + flow_size + folded_size();
     const std::uint64_t delta = advance(t);
     const std::size_t size = packet_size(delta, interned, event_size);
@@ -803,7 +838,7 @@ class track_writer {
       *p++ = static_cast<char>(proto::key(annotation_uint, proto::wire::varint));
       p = proto::put_varint(p, correlation_id);
     }
-    for (const flow_marks::mark* f = flows_begin; f != flows_end; ++f) {
+    for (const flow_marks::mark* f = flows.first; f != flows.last; ++f) {
       p = proto::put_varint(p, proto::key(f->ends ? event_terminating_flow_ids : event_flow_ids, proto::wire::varint));
       p = proto::put_varint(p, f->id);
     }
