@@ -78,13 +78,14 @@ class flow_marks {
   explicit flow_marks(const trace_data& data) : by_track_(data.threads.size()) {
     flow_builder builder(data);
     for (std::size_t t = 0; t < data.threads.size(); ++t) {
-      std::size_t i = 0, with_id = 0;
+      std::size_t first = 0, with_id = 0;  // first: the place in the track of records[0]
       read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
-        for (std::size_t k = 0; k < n; ++k, ++i)
-          if (records[k].payload != 0) {
-            builder.offer(t, i, records[k]);
+        for (const record* r = records; r != records + n; ++r)
+          if (r->payload != 0) {
+            builder.offer(t, first + static_cast<std::size_t>(r - records), *r);
             ++with_id;
           }
+        first += n;
       });
       // Each record on a path takes a point of its host flow or ends a device flow; a host
       // record also starts the device flows it launched, which may take a track past this.
