@@ -109,7 +109,7 @@ class Decoded:
     def __init__(self):
         self.tracks = {}            # uuid -> dict
         self.descriptors = {}       # uuid -> the TrackDescriptor's bytes
-        self.events = defaultdict(list)  # track uuid -> [(ts, TrackEvent fields, sequence)]
+        self.events = defaultdict(list)  # track uuid -> [(ts, TrackEvent fields, interned, sequence)]
         self.root = None
 
 
@@ -323,7 +323,7 @@ def decode(raw):
             continue
         ef = fields(event)
         uuid = one(ef, 11, state["track"])                 # track_uuid, else the default
-        d.events[uuid].append((ts, ef, state["interned"]))
+        d.events[uuid].append((ts, ef, state["interned"], seq))
         # Counter samples carried by the event (extra_counter_track_uuids and _values, and
         # their double twins): trace_processor adds each to its track at the event's time.
         for uuids, values, wire in ((31, 12, 0), (45, 46, 1)):
@@ -332,7 +332,7 @@ def decode(raw):
                 fail(f"sequence {seq}: {len(us)} extra counter tracks for {len(vs)} values")
             for u, v in zip(us, vs):
                 sample = [(9, 0, 4), (30, 0, v)] if wire == 0 else [(9, 0, 4), (44, 1, v)]
-                d.events[u].append((ts, sample, state["interned"]))
+                d.events[u].append((ts, sample, state["interned"], seq))
     return d
 
 
@@ -398,11 +398,27 @@ def flow_ids(ef, new, old):
     return many(ef, old)
 
 
+def in_time_order(events, where):
+    """A slice track's events as trace_processor reads them, by time. A long track is written as
+    several sequences (spans) that may interleave in the file: each must lie wholly after the
+    one before it in time (no slice open across a cut, no two at one instant), so that the
+    order of equal timestamps never depends on how the file interleaves them."""
+    by_sequence = defaultdict(list)
+    for e in events:
+        by_sequence[e[3]].append(e)
+    spans = sorted(by_sequence.values(), key=lambda evs: evs[0][0])
+    for before, after in zip(spans, spans[1:]):
+        if max(e[0] for e in before) >= after[0][0]:
+            fail(f"{where}: sequences {before[0][3]} and {after[0][3]} overlap in time "
+                 f"(to {max(e[0] for e in before)} and from {after[0][0]})")
+    return [e for evs in spans for e in evs]
+
+
 def slices_of(events, where):
     """Slices from BEGIN/END pairs (a stack per track), instants and counter samples."""
     slices, instants, counters, stack = [], [], [], []
     last = None
-    for ts, ef, interned in events:
+    for ts, ef, interned, _ in events:
         e = event_view(ts, ef, interned)
         # A counter track is shared by the threads of a process, each writing its samples on
         # its own sequence, so its samples interleave in file order (trace_processor sorts
@@ -504,6 +520,8 @@ def compare(trace, d, mode):
     counter_tracks = {uuid: t for uuid, t in d.tracks.items() if t["counter"]}
     for uuid, evs in d.events.items():
         where = key_of.get(uuid, uuid)
+        if uuid not in counter_tracks:
+            evs = in_time_order(evs, where)
         slices, instants, counters = slices_of(evs, where)
         if uuid in counter_tracks:
             if slices or instants:
@@ -659,6 +677,11 @@ def check_memory(trace, d):
             fail(f"Perfetto counter {name!r}: {values(name)}, want {want_values}")
 
 
+def sequences(d):
+    """How many packet sequences carry events in `d`."""
+    return len({e[3] for evs in d.events.values() for e in evs})
+
+
 def decoded(files, name):
     """The Perfetto file `name` decoded, or None (a failure) if it does not decode."""
     try:
@@ -679,7 +702,8 @@ def main():
             print(f"{writer} {mode} failed ({run.returncode}):\n{run.stdout}{run.stderr}", file=sys.stderr)
             return 1
         files = {f: open(os.path.join(tmp, f), "rb").read()
-                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz", "trace.threads.pftrace")}
+                 for f in ("trace.json", "trace.pftrace", "trace.json.gz", "trace.pftrace.gz", "trace.threads.pftrace",
+                           "trace.spans.pftrace")}
         for plain_name in ("trace.json", "trace.pftrace"):
             if gzip.decompress(files[plain_name + ".gz"]) != files[plain_name]:
                 fail(f"{plain_name}.gz does not decompress to {plain_name}")
@@ -711,6 +735,14 @@ def main():
             threaded = decoded(files, "trace.threads.pftrace")
             if threaded is not None:
                 compare(trace, threaded, mode)
+            # And with its long tracks cut into spans of a few records, written as sequences
+            # of their own by three threads: the same again.
+            spans = decoded(files, "trace.spans.pftrace")
+            if spans is not None:
+                compare(trace, spans, mode)
+                if mode in ("basic", "steps") and sequences(spans) <= sequences(d):
+                    fail(f"trace.spans.pftrace has {sequences(spans)} sequences, trace.pftrace {sequences(d)}: "
+                         "no track was cut")
             ratio = len(files["trace.pftrace"]) / max(1, len(files["trace.json"]))
             print(f"{mode}: {len(files['trace.pftrace'])} bytes Perfetto, {len(files['trace.json'])} bytes JSON "
                   f"({ratio:.2f})")

@@ -51,6 +51,8 @@ void export_traces(strata::profiler& prof, const std::filesystem::path& dir) {
   // Written by three threads, each with tracks of its own (a session this small is otherwise
   // written by one): the same events, the packets of different tracks interleaved.
   strata::write_perfetto_trace(prof.data(), dir / "trace.threads.pftrace", {.threads = 3});
+  // And with long tracks cut into spans of a few records, sequences of their own.
+  strata::write_perfetto_trace(prof.data(), dir / "trace.spans.pftrace", {.threads = 3, .records_per_sequence = 4});
 }
 
 // Bytes as a JSON array of numbers, so the expectation itself needs no escaping.

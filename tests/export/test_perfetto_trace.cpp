@@ -410,3 +410,59 @@ TEST_CASE("perfetto trace: written by several threads, each track's events are t
   CHECK(want.size() == 5);
   CHECK(by_sequence(events_of(read_file(dir / "three.pftrace"))) == want);
 }
+
+TEST_CASE("perfetto trace: a long track is cut into sequences where no slice is open, and reads the same") {
+  strata_test::temp_dir dir;
+  strata::trace_data d = session({});
+  d.threads.clear();
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    strata::thread_track t;
+    t.tid = 20 + k;
+    t.name = "worker " + std::to_string(k);
+    t.sort_index = static_cast<std::uint32_t>(k);
+    // Worker 1 has a scope around everything it does: no place to cut it.
+    if (k == 1) t.records.push_back({500, 100000, &op_site, 0});
+    for (std::uint64_t i = 0; i < 100; ++i) {
+      const std::uint64_t at = 1000 + 100 * i;
+      t.records.push_back({at, at + 50, &op_site, k * 1000 + i + 1});
+      t.records.push_back({at + 10, at + 20, &child_site, k * 1000 + i + 1});
+      t.records.push_back({at + 30, at + 30, &tick_site, 0});
+      t.records.push_back({at + 30, std::bit_cast<std::uint64_t>(1.0 * static_cast<double>(i)), &depth_site, 0});
+    }
+    d.threads.push_back(t);
+  }
+  d.stop_ticks = 200000;
+  strata::write_perfetto_trace(d, dir / "whole.pftrace", {.threads = 2, .records_per_sequence = 0});
+  strata::write_perfetto_trace(d, dir / "cut.pftrace", {.threads = 2, .records_per_sequence = 16});
+  strata::write_perfetto_trace(d, dir / "cut3.pftrace", {.threads = 3, .records_per_sequence = 16});
+  // One thread does not cut: the spans would only cost their sequences' first packets.
+  strata::write_perfetto_trace(d, dir / "one.pftrace", {.threads = 1, .records_per_sequence = 16});
+  using events_by_sequence = std::map<std::uint64_t, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>>>;
+  const auto by_sequence = [](const std::vector<event>& events) {
+    events_by_sequence out;
+    for (const event& e : events) out[e.sequence].emplace_back(e.type, e.ts, e.name);
+    return out;
+  };
+  const events_by_sequence whole = by_sequence(events_of(read_file(dir / "whole.pftrace")));
+  const events_by_sequence cut = by_sequence(events_of(read_file(dir / "cut.pftrace")));
+  REQUIRE(whole.size() == 2);
+  // Worker 0: a span of about 16 records from each cut, each starting at an op (the first
+  // record that begins after all before it ended); worker 1: one sequence, the last.
+  REQUIRE(cut.size() >= 20);
+  CHECK(cut.rbegin()->second == whole.at(3));
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> joined;
+  std::uint64_t previous_end = 0;
+  for (auto it = cut.begin(); std::next(it) != cut.end(); ++it) {
+    const auto& events = it->second;
+    REQUIRE(!events.empty());
+    CHECK(std::get<0>(events.front()) == begin);
+    CHECK(std::get<2>(events.front()) == "op");
+    CHECK(std::get<1>(events.front()) > previous_end);  // wholly after the span before it
+    previous_end = std::get<1>(events.back());
+    joined.insert(joined.end(), events.begin(), events.end());
+  }
+  CHECK(joined == whole.at(2));
+  // Which thread writes which span changes nothing in it.
+  CHECK(by_sequence(events_of(read_file(dir / "cut3.pftrace"))) == cut);
+  CHECK(by_sequence(events_of(read_file(dir / "one.pftrace"))) == whole);
+}

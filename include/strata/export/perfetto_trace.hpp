@@ -12,8 +12,9 @@
 //                     one per steps track (a thread's ProfilerStep#N: tid 2^24 + its tid)
 //     NeuronCore k ── "engines" ── Kernel, Tensor, Vector, Scalar, GpSimd, DMA queue q, ...
 //     each process ── one counter track per counter name
-//   sequence 2 + i: the events of data.threads[i], oldest first (the sequences of a file
-//     written by several threads interleave, a 1 MiB piece at a time)
+//   sequence 2 + c: the events of span c, oldest first: each track is one span, or a long
+//     track several, cut where no slice is open (detail/track_spans.hpp); spans in track order
+//     (the sequences of a file written by several threads interleave, a 1 MiB piece at a time)
 //     first packet: incremental state cleared, defaults (this track, clock 64), a clock
 //       snapshot making clock 64 an incremental clock on CLOCK_MONOTONIC (the trace clock),
 //       with CLOCK_BOOTTIME and CLOCK_REALTIME at the same instant (when the session knows
@@ -28,6 +29,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -39,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -60,6 +63,7 @@
 #include "strata/detail/record_order.hpp"
 #include "strata/detail/session.hpp"
 #include "strata/detail/trace_file.hpp"
+#include "strata/detail/track_spans.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -361,34 +365,28 @@ class site_events {
 inline constexpr std::uint64_t parallel_records = std::uint64_t{1} << 17;
 inline constexpr unsigned max_threads = 8;
 
-/// The tracks of `data` shared among `threads` writers: each track to the writer with the
-/// fewest records so far, largest first; each writer's tracks in order.
-inline std::vector<std::vector<std::size_t>> share_tracks(const trace_data& data, unsigned threads) {
-  std::vector<std::vector<std::size_t>> work(threads);
-  std::vector<std::size_t> by_size(data.threads.size());
-  for (std::size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
-  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
-    return data.threads[a].record_count() > data.threads[b].record_count();
+/// The order in which the writers take the spans: the largest first (so that the last to be
+/// taken are small and the threads finish together), in track order among equals.
+inline std::vector<std::size_t> largest_first(const std::vector<track_span>& spans) {
+  std::vector<std::size_t> order(spans.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return spans[a].last - spans[a].first > spans[b].last - spans[b].first;
   });
-  std::vector<std::uint64_t> load(threads, 0);
-  for (std::size_t i : by_size) {
-    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    work[least].push_back(i);
-    load[least] += data.threads[i].record_count();
-  }
-  for (auto& w : work) std::sort(w.begin(), w.end());
-  return work;
+  return order;
 }
 
-/// Writes the events of one track as one packet sequence.
+/// Writes the events of one span of a track as one packet sequence.
 class track_writer {
  public:
   track_writer(packet_buffer& out, interner& names, site_events& sites, const flow_marks& flows,
-               const trace_data& data, std::size_t track, std::uint32_t sequence,
+               const trace_data& data, const track_span& span, std::uint32_t sequence,
                std::uint64_t uuid, std::uint64_t correlation_iid,
                std::vector<std::int64_t>& open_ends)
-      : out_(out), names_(names), sites_(sites), next_flow_(flows.begin(track)),
-        flows_end_(flows.end(track)), data_(data), track_(track),
+      : out_(out), names_(names), sites_(sites),
+        next_flow_(std::lower_bound(flows.begin(span.track), flows.end(span.track), span.first,
+                                    [](const flow_marks::mark& m, std::size_t i) { return m.record < i; })),
+        flows_end_(flows.end(span.track)), data_(data), span_(span), track_(span.track),
         sequence_(sequence), uuid_(uuid), correlation_iid_(correlation_iid), open_(open_ends) {
     char* p = sequence_key_;
     p = proto::put_varint(p, proto::key(packet_sequence_id, proto::wire::varint));
@@ -414,13 +412,13 @@ class track_writer {
     const auto ns_of = [clock, in_ns](std::uint64_t ticks) {
       return in_ns ? static_cast<std::int64_t>(ticks) : clock.to_ns(ticks);
     };
-    std::size_t first = 0;  // the place in the track of the first record of a run, for its flows
-    read_track(data_, t, [&](const record* const records, const std::size_t n) {
+    std::size_t first = span_.first;  // the place in the track of a run's first record, for its flows
+    read_span(t, [&](const record* const records, const std::size_t n) {
       write_run(records, n, first, t, ns_of, counter_track, memory);
       first += n;
     });
     while (!open_.empty()) close_top();
-    if (t.lost != 0) {
+    if (t.lost != 0 && span_.ends_track) {
       const std::int64_t at = std::max(data_.clock.to_ns(data_.stop_ticks), started_ ? last_ : 0);
       if (!started_) start(at);
       lost(t.lost, at);
@@ -428,6 +426,17 @@ class track_writer {
   }
 
  private:
+  // Calls f(records, n) for the span's records in order: in place for a track held in memory,
+  // read back for a spilled one (whose span is the whole track).
+  template <class F>
+  void read_span(const thread_track& t, F&& f) const {
+    if (!t.spilled.empty()) {
+      read_track(data_, t, f);
+    } else if (span_.last > span_.first) {
+      f(t.records.data() + span_.first, span_.last - span_.first);
+    }
+  }
+
   // Writes records[0, n), the records `first` to `first + n` of track `t`. A function of its
   // own, with the clock conversion taken by value: the lambda that calls it reaches its
   // variables by reference, and a write through `char*` may alias any of them, which would
@@ -906,6 +915,7 @@ class track_writer {
   const flow_marks::mark* next_flow_;  // the next flow mark of this track
   const flow_marks::mark* flows_end_;
   const trace_data& data_;
+  track_span span_;
   std::size_t track_;
   std::uint32_t sequence_;
   std::uint64_t uuid_;
@@ -932,6 +942,13 @@ struct perfetto_options {
   /// smaller one; 1 is the calling thread alone. The file holds the same packets either way;
   /// with several threads, the packets of different tracks interleave in a different order.
   unsigned threads = 0;
+
+  /// Written by several threads, a track held in memory with at least twice this many records
+  /// is written as several packet sequences of about this many records each (cut where no slice
+  /// is open), which the threads share out one at a time, so that they finish together even
+  /// when the cores run at different speeds; 0 writes every track as one sequence, as one
+  /// thread always does. trace_processor imports the same slices either way.
+  std::size_t records_per_sequence = std::size_t{1} << 16;
 };
 
 /// Writes `data` to `path` in Perfetto's native protobuf format (`perfetto.protos.Trace`),
@@ -1043,17 +1060,29 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
     memory_site_of[k] = &it->second;
   }
 
-  // The tracks are written as packet sequences of their own, so several threads can write
-  // them at once, each into a lane (its own buffer, appended to the file a buffer at a time)
-  // with its own interned strings.
+  // The tracks are written as packet sequences of their own, a long track as several (its
+  // spans), so several threads can write them at once, each into a lane (its own buffer,
+  // appended to the file a buffer at a time) with its own interned strings.
   unsigned threads = options.threads;
   if (threads == 0) threads = data.recorded() >= pf::parallel_records ? std::thread::hardware_concurrency() : 1u;
   threads = std::clamp(threads, 1u, pf::max_threads);
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(data.threads.size(), 1)));
-  const std::vector<std::vector<std::size_t>> work = pf::share_tracks(data, threads);
-
-  // Flows are marked on the slices they bind to, so they are built before the events.
-  const detail::flow_marks flows(data);
+  // Flows are marked on the slices they bind to, so they are built before the events: a pass
+  // over the records on one thread, during which a second cuts the tracks into spans (a
+  // shorter pass, so its time is hidden). With one thread the tracks are not cut.
+  std::optional<detail::flow_marks> marks;
+  std::optional<detail::track_spans> spans;
+  detail::fork_join parallel;
+  {
+    const std::size_t cut = threads > 1 ? options.records_per_sequence : 0;
+    parallel.run(threads > 1 ? 2u : 1u, [&](unsigned k) {
+      if (k == 0) marks.emplace(data);
+      if (k == 1 || threads == 1) spans.emplace(data, cut);
+    });
+  }
+  const detail::flow_marks& flows = *marks;
+  const std::vector<detail::track_span>& span = spans->spans();
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(span.size(), 1)));
+  const std::vector<std::size_t> order = pf::largest_first(span);
 
   // Counter tracks: one per process and name. Their uuids are the file's, given out under a
   // lock; each thread describes a counter track in its own lane before its first sample there
@@ -1075,7 +1104,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   for (unsigned k = 0; k < threads; ++k) lanes.emplace_back(out, file_lock);
   out.flush();  // the descriptors come first in the file
 
-  detail::fork_join parallel;
+  std::atomic<std::size_t> next_span{0};
   parallel.run(threads, [&](unsigned k) {
     lane_state& w = lanes[k];
     const auto counter_track = [&](std::uint64_t pid, pf::site_event& e) -> std::uint64_t {
@@ -1102,9 +1131,12 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
       return uuid;
     };
     const std::uint64_t correlation_iid = w.names.id(pf::interner::annotation_name, "correlation_id");
-    for (std::size_t i : work[k]) {
+    for (std::size_t taken; (taken = next_span.fetch_add(1, std::memory_order_relaxed)) < order.size();) {
       if (parallel.stop()) return;
-      pf::track_writer tw(w.lane, w.names, w.sites, flows, data, i, static_cast<std::uint32_t>(i + 2),
+      // Span c (track by track) is sequence 2 + c: without cuts, track i is sequence 2 + i.
+      const std::size_t c = order[taken];
+      const std::size_t i = span[c].track;
+      pf::track_writer tw(w.lane, w.names, w.sites, flows, data, span[c], static_cast<std::uint32_t>(c + 2),
                           track_uuids[i], correlation_iid, w.open_ends);
       tw.write(counter_track, [&](std::size_t index, auto&& sample) {
         const auto found = sample_of[i].find(index);
