@@ -81,13 +81,20 @@ class flow_builder {
   /// Records without a correlation id may be skipped.
   [[gnu::always_inline]] void offer(std::size_t thread, std::size_t index, const record& r) {
     if (!on_flow_path(r)) return;
+    const ::strata::layer l = r.layer();
+    const bool is_op = l == layer::framework || l == layer::user;
+    // An op nested in the last op offered with its id (an aten::matmul inside its
+    // aten::linear) cannot be the outermost: that one is, or an op earlier still.
+    if (is_op && r.payload == last_op_.payload &&
+        (last_op_.begin < r.begin || (last_op_.begin == r.begin && last_op_.end >= r.end)))
+      return;
     // Plain variables, not a structured binding: g++ 12 at -O2 takes the binding for a
     // dangling pointer to the returned pair (-Wdangling-pointer).
     const std::pair<std::uint32_t, bool> found = ids_.find_or_add(r.payload);
     if (found.second) paths_.push_back({r.payload, 0, 0, 0, none, none, none});
     path& p = paths_[found.first];
-    const ::strata::layer l = r.layer();
-    if (l == layer::framework || l == layer::user) {
+    if (is_op) {
+      last_op_ = {r.payload, r.begin, r.end};
       // The outermost op of the id: the earliest, and the longer of two on one tick.
       if (p.op_thread == none || r.begin < p.op_begin || (r.begin == p.op_begin && r.end > p.op_end)) {
         p.op_begin = r.begin;
@@ -143,7 +150,12 @@ class flow_builder {
     std::uint32_t first, last;   // the runtime and device members
   };
 
+  struct last_op {
+    std::uint64_t payload = 0, begin = 0, end = 0;
+  };
+
   const trace_data& data_;
+  last_op last_op_;  // the last op offered (its id is never 0 once one has been)
   id_index ids_;
   std::vector<path, huge_page_allocator<path>> paths_;  // first-seen order keeps the output deterministic
   std::vector<member, huge_page_allocator<member>> members_;

@@ -932,6 +932,113 @@ class track_writer {
   proto::message interned_;
 };
 
+/// The uuids of a file's tracks, given out as their descriptors are written.
+struct track_layout {
+  struct device_process {
+    std::uint64_t uuid, engines_uuid;
+  };
+  std::uint64_t host_uuid = 0;
+  std::map<std::uint64_t, device_process> devices;  // by pid
+  std::vector<std::uint64_t> track_uuids;            // by track
+  std::uint64_t next_uuid = 1;                       // the next free one (counter tracks take theirs as met)
+};
+
+/// Writes the descriptors of the root, the host process and its threads, and each device
+/// core's process with its engines, to `out`; returns their uuids.
+inline track_layout describe_tracks(const trace_data& data, packet_buffer& out) {
+  using proto::message;
+  track_layout layout;
+  // Root: processes and threads in the order given by their ranks (host first, then cores).
+  {
+    message root, packet;
+    root.varint(track_uuid, 0)
+        .varint(track_process_ordering, process_ordering_explicit)
+        .varint(track_thread_ordering, thread_ordering_explicit);
+    out.packet(packet.nested(packet_track_descriptor, root));
+  }
+  const auto descriptor = [&](const message& track) {
+    message packet;
+    out.packet(packet.nested(packet_track_descriptor, track));
+  };
+  layout.host_uuid = layout.next_uuid++;
+  {
+    message process, track;
+    process.int64(process_pid, static_cast<std::int64_t>(data.pid))
+        .bytes(process_name, valid_utf8(with_rank(data.process_name, data.distributed)));
+    track.varint(track_uuid, layout.host_uuid).nested(track_process, process).varint(track_sibling_order_rank, 0);
+    descriptor(track);
+  }
+  // Each device core: a process, and in it one "engines" track whose children keep their
+  // order (Perfetto would sort a process's own tracks by name).
+  auto& devices = layout.devices;
+  auto& track_uuids = layout.track_uuids;
+  track_uuids.resize(data.threads.size());
+  for (std::size_t i = 0; i < data.threads.size(); ++i) {
+    const thread_track& t = data.threads[i];
+    message track;
+    track_uuids[i] = layout.next_uuid++;
+    track.varint(track_uuid, track_uuids[i]);
+    if (t.pid == 0) {
+      message thread;
+      thread.int64(thread_pid, static_cast<std::int64_t>(data.pid))
+          .int64(thread_tid, static_cast<std::int64_t>(t.tid))
+          .bytes(thread_name, valid_utf8(t.name.empty() ? "thread " + std::to_string(t.tid) : t.name));
+      track.nested(track_thread, thread).varint(track_sibling_order_rank, t.sort_index);
+    } else {
+      auto [it, inserted] = devices.try_emplace(t.pid, track_layout::device_process{0, 0});
+      if (inserted) {
+        it->second = {layout.next_uuid++, layout.next_uuid++};
+        message process, process_track, engines;
+        process.int64(process_pid, static_cast<std::int64_t>(t.pid)).bytes(process_name, valid_utf8(with_rank(t.process_name, data.distributed)));
+        process_track.varint(track_uuid, it->second.uuid)
+            .nested(track_process, process)
+            .varint(track_sibling_order_rank, devices.size());
+        descriptor(process_track);
+        engines.varint(track_uuid, it->second.engines_uuid)
+            .varint(track_parent_uuid, it->second.uuid)
+            .bytes(track_name, "engines")
+            .varint(track_child_ordering, child_ordering_explicit)
+            .varint(track_sibling_merge_behavior, sibling_merge_none);
+        descriptor(engines);
+      }
+      track.varint(track_parent_uuid, it->second.engines_uuid)
+          .bytes(track_name, valid_utf8(t.name.empty() ? "track " + std::to_string(t.tid) : t.name))
+          .varint(track_sibling_order_rank, t.sort_index)
+          .varint(track_sibling_merge_behavior, sibling_merge_none);
+    }
+    descriptor(track);
+  }
+  return layout;
+}
+
+/// Memory records become samples of two counter tracks per device on the host process,
+/// `Allocated <device>` and `Reserved <device>` (their sizes and totals come from pairing the
+/// frees, strata/analysis/memory.hpp); an unpaired free makes none.
+struct memory_counters {
+  explicit memory_counters(const trace_data& data)
+      : profile(data.profile_memory ? read_memory(data) : memory_profile{}), sample_of(data.threads.size()),
+        site_of(profile.events.size()) {
+    for (std::size_t k = 0; k < profile.events.size(); ++k) sample_of[profile.events[k].track].emplace(profile.events[k].record, k);
+    for (std::size_t k = 0; k < profile.events.size(); ++k) {
+      const memory_sample& m = profile.events[k];
+      const std::string name = (m.op == memory_op::reserve ? "Reserved " : "Allocated ") + device_label(m.device);
+      auto it = sites.find(name);
+      if (it == sites.end()) {
+        names.push_back(name);
+        it = sites.emplace(name, site{names.back().c_str(), "", 0, layer::user, record_kind::counter, nullptr, nullptr,
+                                      "memory"}).first;
+      }
+      site_of[k] = &it->second;
+    }
+  }
+
+  memory_profile profile;
+  std::vector<std::unordered_map<std::size_t, std::size_t>> sample_of;  // by track: record -> sample
+  std::deque<std::string> names;
+  std::map<std::string, site> sites;  // node-based: the sites' addresses stay put
+  std::vector<const site*> site_of;   // by sample
+};
+
 }  // namespace perfetto
 }  // namespace detail
 
@@ -973,93 +1080,6 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   require_trace_format(path.string(), trace_format::perfetto);
   namespace pf = detail::perfetto;
   using detail::proto::message;
-  pf::packet_stream out(path);
-  std::uint64_t next_uuid = 1;
-
-  // Root: processes and threads in the order given by their ranks (host first, then cores).
-  {
-    message root, packet;
-    root.varint(pf::track_uuid, 0)
-        .varint(pf::track_process_ordering, pf::process_ordering_explicit)
-        .varint(pf::track_thread_ordering, pf::thread_ordering_explicit);
-    out.packet(packet.nested(pf::packet_track_descriptor, root));
-  }
-  const auto descriptor = [&](const message& track) {
-    message packet;
-    out.packet(packet.nested(pf::packet_track_descriptor, track));
-  };
-  const std::uint64_t host_uuid = next_uuid++;
-  {
-    message process, track;
-    process.int64(pf::process_pid, static_cast<std::int64_t>(data.pid))
-        .bytes(pf::process_name, pf::valid_utf8(pf::with_rank(data.process_name, data.distributed)));
-    track.varint(pf::track_uuid, host_uuid).nested(pf::track_process, process).varint(pf::track_sibling_order_rank, 0);
-    descriptor(track);
-  }
-  // Each device core: a process, and in it one "engines" track whose children keep their
-  // order (Perfetto would sort a process's own tracks by name).
-  struct device_process {
-    std::uint64_t uuid, engines_uuid;
-  };
-  std::map<std::uint64_t, device_process> devices;
-  std::vector<std::uint64_t> track_uuids(data.threads.size());
-  for (std::size_t i = 0; i < data.threads.size(); ++i) {
-    const thread_track& t = data.threads[i];
-    message track;
-    track_uuids[i] = next_uuid++;
-    track.varint(pf::track_uuid, track_uuids[i]);
-    if (t.pid == 0) {
-      message thread;
-      thread.int64(pf::thread_pid, static_cast<std::int64_t>(data.pid))
-          .int64(pf::thread_tid, static_cast<std::int64_t>(t.tid))
-          .bytes(pf::thread_name, pf::valid_utf8(t.name.empty() ? "thread " + std::to_string(t.tid) : t.name));
-      track.nested(pf::track_thread, thread).varint(pf::track_sibling_order_rank, t.sort_index);
-    } else {
-      auto [it, inserted] = devices.try_emplace(t.pid, device_process{0, 0});
-      if (inserted) {
-        it->second = {next_uuid++, next_uuid++};
-        message process, process_track, engines;
-        process.int64(pf::process_pid, static_cast<std::int64_t>(t.pid)).bytes(pf::process_name, pf::valid_utf8(pf::with_rank(t.process_name, data.distributed)));
-        process_track.varint(pf::track_uuid, it->second.uuid)
-            .nested(pf::track_process, process)
-            .varint(pf::track_sibling_order_rank, devices.size());
-        descriptor(process_track);
-        engines.varint(pf::track_uuid, it->second.engines_uuid)
-            .varint(pf::track_parent_uuid, it->second.uuid)
-            .bytes(pf::track_name, "engines")
-            .varint(pf::track_child_ordering, pf::child_ordering_explicit)
-            .varint(pf::track_sibling_merge_behavior, pf::sibling_merge_none);
-        descriptor(engines);
-      }
-      track.varint(pf::track_parent_uuid, it->second.engines_uuid)
-          .bytes(pf::track_name, pf::valid_utf8(t.name.empty() ? "track " + std::to_string(t.tid) : t.name))
-          .varint(pf::track_sibling_order_rank, t.sort_index)
-          .varint(pf::track_sibling_merge_behavior, pf::sibling_merge_none);
-    }
-    descriptor(track);
-  }
-
-  // Memory records become samples of two counter tracks per device on the host process,
-  // `Allocated <device>` and `Reserved <device>` (their sizes and totals come from pairing the
-  // frees, strata/analysis/memory.hpp); an unpaired free makes none.
-  const memory_profile memory = data.profile_memory ? read_memory(data) : memory_profile{};
-  std::vector<std::unordered_map<std::size_t, std::size_t>> sample_of(data.threads.size());
-  for (std::size_t k = 0; k < memory.events.size(); ++k) sample_of[memory.events[k].track].emplace(memory.events[k].record, k);
-  std::deque<std::string> memory_names;
-  std::map<std::string, site> memory_sites;  // node-based: the sites' addresses stay put
-  std::vector<const site*> memory_site_of(memory.events.size());
-  for (std::size_t k = 0; k < memory.events.size(); ++k) {
-    const memory_sample& m = memory.events[k];
-    const std::string name = (m.op == memory_op::reserve ? "Reserved " : "Allocated ") + device_label(m.device);
-    auto it = memory_sites.find(name);
-    if (it == memory_sites.end()) {
-      memory_names.push_back(name);
-      it = memory_sites.emplace(name, site{memory_names.back().c_str(), "", 0, layer::user, record_kind::counter,
-                                           nullptr, nullptr, "memory"}).first;
-    }
-    memory_site_of[k] = &it->second;
-  }
-
   // The tracks are written as packet sequences of their own, a long track as several (its
   // spans), so several threads can write them at once, each into a lane (its own buffer,
   // appended to the file a buffer at a time) with its own interned strings.
@@ -1067,18 +1087,28 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   if (threads == 0) threads = data.recorded() >= pf::parallel_records ? std::thread::hardware_concurrency() : 1u;
   threads = std::clamp(threads, 1u, pf::max_threads);
   // Flows are marked on the slices they bind to, so they are built before the events: a pass
-  // over the records on one thread, during which a second cuts the tracks into spans (a
-  // shorter pass, so its time is hidden). With one thread the tracks are not cut.
+  // over the records on one thread, during which a second makes the rest of what the writers
+  // need (the file with its track descriptors, the memory counters, and the spans of long
+  // tracks, found in a shorter pass), so that its time is hidden. One thread makes the file
+  // first (an unwritable path fails at once) and does not cut the tracks.
+  std::optional<pf::packet_stream> file;
+  pf::track_layout layout;
+  std::optional<pf::memory_counters> memory;
   std::optional<detail::flow_marks> marks;
   std::optional<detail::track_spans> spans;
+  const auto prepare = [&] {
+    file.emplace(path);
+    layout = pf::describe_tracks(data, *file);
+    memory.emplace(data);
+    spans.emplace(data, threads > 1 ? options.records_per_sequence : 0);
+  };
   detail::fork_join parallel;
-  {
-    const std::size_t cut = threads > 1 ? options.records_per_sequence : 0;
-    parallel.run(threads > 1 ? 2u : 1u, [&](unsigned k) {
-      if (k == 0) marks.emplace(data);
-      if (k == 1 || threads == 1) spans.emplace(data, cut);
-    });
-  }
+  parallel.run(threads > 1 ? 2u : 1u, [&](unsigned k) {
+    if (threads == 1) prepare();
+    if (k == 0) marks.emplace(data);
+    if (k == 1) prepare();
+  });
+  pf::packet_stream& out = *file;
   const detail::flow_marks& flows = *marks;
   const std::vector<detail::track_span>& span = spans->spans();
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(span.size(), 1)));
@@ -1113,12 +1143,12 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
       {
         const std::lock_guard<std::mutex> hold(counters_lock);
         auto [it, inserted] = counter_uuids.try_emplace({pid, e.counter_name}, 0);
-        if (inserted) it->second = next_uuid++;
+        if (inserted) it->second = layout.next_uuid++;
         uuid = it->second;
       }
       if (std::find(w.described.begin(), w.described.end(), uuid) == w.described.end()) {
         w.described.push_back(uuid);
-        const std::uint64_t parent = pid == data.pid ? host_uuid : devices.at(pid).uuid;
+        const std::uint64_t parent = pid == data.pid ? layout.host_uuid : layout.devices.at(pid).uuid;
         message track, counter, packet;
         track.varint(pf::track_uuid, uuid)
             .varint(pf::track_parent_uuid, parent)
@@ -1137,12 +1167,12 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
       const std::size_t c = order[taken];
       const std::size_t i = span[c].track;
       pf::track_writer tw(w.lane, w.names, w.sites, flows, data, span[c], static_cast<std::uint32_t>(c + 2),
-                          track_uuids[i], correlation_iid, w.open_ends);
+                          layout.track_uuids[i], correlation_iid, w.open_ends);
       tw.write(counter_track, [&](std::size_t index, auto&& sample) {
-        const auto found = sample_of[i].find(index);
-        if (found == sample_of[i].end()) return;
-        const memory_sample& m = memory.events[found->second];
-        sample(memory_site_of[found->second],
+        const auto found = memory->sample_of[i].find(index);
+        if (found == memory->sample_of[i].end()) return;
+        const memory_sample& m = memory->profile.events[found->second];
+        sample(memory->site_of[found->second],
                static_cast<double>(m.op == memory_op::reserve ? m.total_reserved : m.total_allocated));
       });
     }
