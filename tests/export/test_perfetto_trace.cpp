@@ -379,16 +379,21 @@ TEST_CASE("perfetto trace: a flow id is reused once its flow has ended, never wh
   }
 }
 
-TEST_CASE("perfetto trace: written by several threads, each track's events are the same") {
-  strata_test::temp_dir dir;
+namespace perfetto_test {
+
+// Worker threads 0..n-1 (tid 20 + k), worker k with ops(k) ops, each holding a child and
+// followed by an instant and a counter sample; worker 1 with a scope around everything if asked.
+template <class Ops>
+strata::trace_data workers(std::uint64_t n, Ops ops, bool scope_around_worker_1 = false) {
   strata::trace_data d = session({});
   d.threads.clear();
-  for (std::uint64_t k = 0; k < 5; ++k) {
+  for (std::uint64_t k = 0; k < n; ++k) {
     strata::thread_track t;
     t.tid = 20 + k;
     t.name = "worker " + std::to_string(k);
     t.sort_index = static_cast<std::uint32_t>(k);
-    for (std::uint64_t i = 0; i < 100 * (k + 1); ++i) {
+    if (k == 1 && scope_around_worker_1) t.records.push_back({500, 100000, &op_site, 0});
+    for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(ops(k)); ++i) {
       const std::uint64_t at = 1000 + 100 * i;
       t.records.push_back({at, at + 50, &op_site, k * 1000 + i + 1});
       t.records.push_back({at + 10, at + 20, &child_site, k * 1000 + i + 1});
@@ -398,14 +403,25 @@ TEST_CASE("perfetto trace: written by several threads, each track's events are t
     d.threads.push_back(t);
   }
   d.stop_ticks = 200000;
+  return d;
+}
+
+// Each sequence's events (type, time, name), in file order.
+using events_by_sequence = std::map<std::uint64_t, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>>>;
+events_by_sequence by_sequence(const std::vector<event>& events) {
+  events_by_sequence out;
+  for (const event& e : events) out[e.sequence].emplace_back(e.type, e.ts, e.name);
+  return out;
+}
+
+}  // namespace perfetto_test
+
+TEST_CASE("perfetto trace: written by several threads, each track's events are the same") {
+  strata_test::temp_dir dir;
+  const strata::trace_data d = workers(5, [](std::uint64_t k) { return 100 * (k + 1); });
   const auto one = strata::write_perfetto_trace(d, dir / "one.pftrace", {.threads = 1});
   const auto three = strata::write_perfetto_trace(d, dir / "three.pftrace", {.threads = 3});
   CHECK(three.events >= one.events);  // a shared counter track may be described by each thread
-  const auto by_sequence = [](const std::vector<event>& events) {
-    std::map<std::uint64_t, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>>> out;
-    for (const event& e : events) out[e.sequence].emplace_back(e.type, e.ts, e.name);
-    return out;
-  };
   const auto want = by_sequence(events_of(read_file(dir / "one.pftrace")));
   CHECK(want.size() == 5);
   CHECK(by_sequence(events_of(read_file(dir / "three.pftrace"))) == want);
@@ -413,36 +429,13 @@ TEST_CASE("perfetto trace: written by several threads, each track's events are t
 
 TEST_CASE("perfetto trace: a long track is cut into sequences where no slice is open, and reads the same") {
   strata_test::temp_dir dir;
-  strata::trace_data d = session({});
-  d.threads.clear();
-  for (std::uint64_t k = 0; k < 2; ++k) {
-    strata::thread_track t;
-    t.tid = 20 + k;
-    t.name = "worker " + std::to_string(k);
-    t.sort_index = static_cast<std::uint32_t>(k);
-    // Worker 1 has a scope around everything it does: no place to cut it.
-    if (k == 1) t.records.push_back({500, 100000, &op_site, 0});
-    for (std::uint64_t i = 0; i < 100; ++i) {
-      const std::uint64_t at = 1000 + 100 * i;
-      t.records.push_back({at, at + 50, &op_site, k * 1000 + i + 1});
-      t.records.push_back({at + 10, at + 20, &child_site, k * 1000 + i + 1});
-      t.records.push_back({at + 30, at + 30, &tick_site, 0});
-      t.records.push_back({at + 30, std::bit_cast<std::uint64_t>(1.0 * static_cast<double>(i)), &depth_site, 0});
-    }
-    d.threads.push_back(t);
-  }
-  d.stop_ticks = 200000;
+  // Worker 1 has a scope around everything it does: no place to cut it.
+  const strata::trace_data d = workers(2, [](std::uint64_t) { return std::uint64_t{100}; }, true);
   strata::write_perfetto_trace(d, dir / "whole.pftrace", {.threads = 2, .records_per_sequence = 0});
   strata::write_perfetto_trace(d, dir / "cut.pftrace", {.threads = 2, .records_per_sequence = 16});
   strata::write_perfetto_trace(d, dir / "cut3.pftrace", {.threads = 3, .records_per_sequence = 16});
   // One thread does not cut: the spans would only cost their sequences' first packets.
   strata::write_perfetto_trace(d, dir / "one.pftrace", {.threads = 1, .records_per_sequence = 16});
-  using events_by_sequence = std::map<std::uint64_t, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>>>;
-  const auto by_sequence = [](const std::vector<event>& events) {
-    events_by_sequence out;
-    for (const event& e : events) out[e.sequence].emplace_back(e.type, e.ts, e.name);
-    return out;
-  };
   const events_by_sequence whole = by_sequence(events_of(read_file(dir / "whole.pftrace")));
   const events_by_sequence cut = by_sequence(events_of(read_file(dir / "cut.pftrace")));
   REQUIRE(whole.size() == 2);
