@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -237,6 +238,10 @@ TEST_CASE("perfetto trace: written atomically; an unwritable path raises and lea
   CHECK(read_file(dir / "t.pftrace") == first);
   CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
   CHECK_THROWS_AS(strata::write_perfetto_trace(d, dir / "missing" / "t.pftrace"), strata::error);
+  // Written by several threads, the file is made beside the flow pass and the others wait
+  // for it: they stop, and the error is raised the same.
+  for (unsigned threads : {2u, 3u})
+    CHECK_THROWS_AS(strata::write_perfetto_trace(d, dir / "missing" / "t.pftrace", {.threads = threads}), strata::error);
   CHECK(dir.entries() == std::vector<std::string>{"t.pftrace"});
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -75,49 +76,92 @@ class flow_marks {
   /// The flows of `data` (detail/flows.hpp), by track; within a track sorted by record only
   /// when not in order already (flows come path by path, and a track's paths are mostly met in
   /// record order).
-  explicit flow_marks(const trace_data& data) : by_track_(data.threads.size()) {
-    flow_builder builder(data);
-    for (std::size_t t = 0; t < data.threads.size(); ++t) {
-      std::size_t first = 0, with_id = 0;  // first: the place in the track of records[0]
-      read_track(data, data.threads[t], [&](const record* records, std::size_t n) {
-        for (const record* r = records; r != records + n; ++r)
-          if (r->payload != 0) {
-            builder.offer(t, first + static_cast<std::size_t>(r - records), *r);
-            ++with_id;
-          }
-        first += n;
-      });
-      // Each record on a path takes a point of its host flow or ends a device flow; a host
-      // record also starts the device flows it launched, which may take a track past this.
-      by_track_[t].reserve(2 * with_id);  // address space: only what is made is touched
-    }
-    small_ids ids;
-    std::vector<char> in_ns(data.threads.size());  // read per point: a byte, not a thread_track
-    for (std::size_t t = 0; t < data.threads.size(); ++t) in_ns[t] = data.threads[t].timestamps_in_ns;
-    const clock_calibration clock = data.clock;
-    builder.build([&](const flow_point* points, std::size_t n) {
-      // Its id on the wire is a small one, free again once the flow has ended.
-      std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::uint64_t b = points[k].begin;
-        const std::int64_t t = in_ns[points[k].thread] ? static_cast<std::int64_t>(b) : clock.to_ns(b);
-        from = std::min(from, t);
-        to = std::max(to, t);
+  explicit flow_marks(const trace_data& data) : flow_marks(data, deferred) { make(); }
+
+  struct deferred_t {};
+  static constexpr deferred_t deferred{};
+
+  /// Marks to be made by `make()`, which another thread may wait on (`wait`) meanwhile.
+  flow_marks(const trace_data& data, deferred_t)
+      : data_(data), by_track_(data.threads.size()) {}
+
+  /// Reads the records on correlation paths, then makes the marks track by track: a track's
+  /// are final once the paths first seen on it and on the tracks before it are built (a path's
+  /// records lie on the track where it was first seen and after), and `wait(t)` returns as
+  /// soon as track t's are.
+  void make() {
+    try {
+      flow_builder builder(data_);
+      std::vector<std::size_t> first_path(data_.threads.size() + 1, 0);  // by track: paths first seen before it
+      for (std::size_t t = 0; t < data_.threads.size(); ++t) {
+        std::size_t first = 0, with_id = 0;  // first: the place in the track of records[0]
+        read_track(data_, data_.threads[t], [&](const record* records, std::size_t n) {
+          for (const record* r = records; r != records + n; ++r)
+            if (r->payload != 0) {
+              builder.offer(t, first + static_cast<std::size_t>(r - records), *r);
+              ++with_id;
+            }
+          first += n;
+        });
+        first_path[t + 1] = builder.paths();
+        // Each record on a path takes a point of its host flow or ends a device flow; a host
+        // record also starts the device flows it launched, which may take a track past this.
+        by_track_[t].reserve(2 * with_id);  // address space: only what is made is touched
       }
-      const auto id = static_cast<std::uint32_t>(ids.take(from, to));
-      for (std::size_t k = 0; k < n; ++k) by_track_[points[k].thread].push_back({points[k].record, id, points[k].phase == 'f'});
-    });
-    const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
-    for (auto& marks : by_track_)
-      if (!std::is_sorted(marks.begin(), marks.end(), by_record)) std::stable_sort(marks.begin(), marks.end(), by_record);
+      small_ids ids;
+      std::vector<char> in_ns(data_.threads.size());  // read per point: a byte, not a thread_track
+      for (std::size_t t = 0; t < data_.threads.size(); ++t) in_ns[t] = data_.threads[t].timestamps_in_ns;
+      const clock_calibration clock = data_.clock;
+      const auto flow = [&](const flow_point* points, std::size_t n) {
+        // Its id on the wire is a small one, free again once the flow has ended.
+        std::int64_t from = std::numeric_limits<std::int64_t>::max(), to = std::numeric_limits<std::int64_t>::min();
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::uint64_t b = points[k].begin;
+          const std::int64_t t = in_ns[points[k].thread] ? static_cast<std::int64_t>(b) : clock.to_ns(b);
+          from = std::min(from, t);
+          to = std::max(to, t);
+        }
+        const auto id = static_cast<std::uint32_t>(ids.take(from, to));
+        for (std::size_t k = 0; k < n; ++k) by_track_[points[k].thread].push_back({points[k].record, id, points[k].phase == 'f'});
+      };
+      const auto by_record = [](const mark& a, const mark& b) { return a.record < b.record; };
+      std::uint64_t next_id = 1;
+      for (std::size_t t = 0; t < by_track_.size(); ++t) {
+        builder.build(first_path[t], first_path[t + 1], next_id, flow);
+        auto& marks = by_track_[t];
+        if (!std::is_sorted(marks.begin(), marks.end(), by_record)) std::stable_sort(marks.begin(), marks.end(), by_record);
+        publish(t + 1);
+      }
+    } catch (...) {
+      publish(failed);
+      throw;
+    }
   }
 
-  /// The marks of track `t`, in record order.
+  /// Waits until track t's marks are final; false if `make()` failed.
+  bool wait(std::size_t t) const {
+    std::size_t ready = ready_.load(std::memory_order_acquire);
+    while (ready <= t) {
+      ready_.wait(ready, std::memory_order_acquire);
+      ready = ready_.load(std::memory_order_acquire);
+    }
+    return ready != failed;
+  }
+
+  /// The marks of track `t`, in record order (once final).
   const mark* begin(std::size_t t) const noexcept { return by_track_[t].data(); }
   const mark* end(std::size_t t) const noexcept { return by_track_[t].data() + by_track_[t].size(); }
 
  private:
+  static constexpr std::size_t failed = static_cast<std::size_t>(-1);
+  void publish(std::size_t ready) noexcept {
+    ready_.store(ready, std::memory_order_release);
+    ready_.notify_all();
+  }
+
+  const trace_data& data_;
   std::vector<std::vector<mark, huge_page_allocator<mark>>> by_track_;
+  std::atomic<std::size_t> ready_{0};  // how many tracks' marks are final, or failed
 };
 
 }  // namespace detail

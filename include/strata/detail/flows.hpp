@@ -117,7 +117,19 @@ class flow_builder {
   /// Calls `flow(const flow_point* points, std::size_t n)` for each flow, in the order of their
   /// ids (counting from 1), with its points in order.
   template <class Flow>
-  void build(Flow&& flow) const;
+  void build(Flow&& flow) const {
+    std::uint64_t next_id = 1;
+    build(0, paths(), next_id, flow);
+  }
+
+  /// The same for the paths [first, last) in the order they were first seen (`paths()` before
+  /// and after offering a track bound the paths first seen on it), their flow ids counting
+  /// from `next_id`, which is left after the last.
+  template <class Flow>
+  void build(std::size_t first, std::size_t last, std::uint64_t& next_id, Flow&& flow) const;
+
+  /// How many paths have been seen so far.
+  std::size_t paths() const noexcept { return paths_.size(); }
 
   /// The flow events, ordered by flow id; ids count from 1.
   flow_points build() const {
@@ -162,14 +174,14 @@ class flow_builder {
 };
 
 template <class Flow>
-void flow_builder::build(Flow&& flow) const {
+void flow_builder::build(std::size_t first, std::size_t last, std::uint64_t& next_id, Flow&& flow) const {
   // A path's host records (its op first) and each device track's first record, as points:
   // scratch written by index and reused from path to path, grown when a path needs more.
   std::vector<flow_point> host(16), device(16);
-  std::uint64_t next_id = 1;
   const auto earlier = [](const flow_point& a, const flow_point& b) { return a.begin < b.begin; };
   const auto& threads = data_.threads;
-  for (const path& p : paths_) {
+  for (std::size_t i = first; i < last; ++i) {
+    const path& p = paths_[i];
     const std::uint64_t c = p.correlation_id;
     std::size_t hosts = 0, devices = 0;
     const bool has_op = p.op_thread != none;

@@ -1086,34 +1086,18 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   unsigned threads = options.threads;
   if (threads == 0) threads = data.recorded() >= pf::parallel_records ? std::thread::hardware_concurrency() : 1u;
   threads = std::clamp(threads, 1u, pf::max_threads);
-  // Flows are marked on the slices they bind to, so they are built before the events: a pass
-  // over the records on one thread, during which a second makes the rest of what the writers
-  // need (the file with its track descriptors, the memory counters, and the spans of long
-  // tracks, found in a shorter pass), so that its time is hidden. One thread makes the file
-  // first (an unwritable path fails at once) and does not cut the tracks.
+  // Flows are marked on the slices they bind to, so a track's events wait for its marks: one
+  // thread reads the records on correlation paths and builds the flows, publishing each
+  // track's marks as they become final, then writes. Meanwhile a second makes the rest of what
+  // the writers need (the file with its track descriptors, the memory counters, the spans of
+  // long tracks, found in a shorter pass) and starts on the first spans whose marks are final.
+  // One thread makes the file first (an unwritable path fails at once) and does not cut.
   std::optional<pf::packet_stream> file;
   pf::track_layout layout;
   std::optional<pf::memory_counters> memory;
-  std::optional<detail::flow_marks> marks;
   std::optional<detail::track_spans> spans;
-  const auto prepare = [&] {
-    file.emplace(path);
-    layout = pf::describe_tracks(data, *file);
-    memory.emplace(data);
-    spans.emplace(data, threads > 1 ? options.records_per_sequence : 0);
-  };
-  detail::fork_join parallel;
-  parallel.run(threads > 1 ? 2u : 1u, [&](unsigned k) {
-    if (threads == 1) prepare();
-    if (k == 0) marks.emplace(data);
-    if (k == 1) prepare();
-  });
-  pf::packet_stream& out = *file;
-  const detail::flow_marks& flows = *marks;
-  const std::vector<detail::track_span>& span = spans->spans();
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(span.size(), 1)));
-  const std::vector<std::size_t> order = pf::largest_first(span);
-
+  std::vector<std::size_t> order;  // the spans, largest first
+  detail::flow_marks flows(data, detail::flow_marks::deferred);
   // Counter tracks: one per process and name. Their uuids are the file's, given out under a
   // lock; each thread describes a counter track in its own lane before its first sample there
   // (the same descriptor twice is one track to trace_processor).
@@ -1131,11 +1115,42 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
   };
   std::mutex file_lock;
   std::deque<lane_state> lanes;
-  for (unsigned k = 0; k < threads; ++k) lanes.emplace_back(out, file_lock);
-  out.flush();  // the descriptors come first in the file
+  // The file and the lanes: made by the first part to ask (the second thread, unless a part
+  // runs on a thread of another); the others wait. An error fails the export.
+  enum : int { unprepared, preparing, prepared, unpreparable };
+  std::atomic<int> preparation{unprepared};
+  const auto prepare = [&]() -> bool {
+    for (int state; (state = preparation.load(std::memory_order_acquire)) != prepared;) {
+      if (state == unpreparable) return false;  // the part that failed reports it
+      if (state == unprepared && preparation.compare_exchange_strong(state, preparing, std::memory_order_acquire)) {
+        try {
+          file.emplace(path);
+          layout = pf::describe_tracks(data, *file);
+          memory.emplace(data);
+          spans.emplace(data, threads > 1 ? options.records_per_sequence : 0);
+          order = pf::largest_first(spans->spans());
+          for (unsigned k = 0; k < threads; ++k) lanes.emplace_back(*file, file_lock);
+          file->flush();  // the descriptors come first in the file
+          preparation.store(prepared, std::memory_order_release);
+        } catch (...) {
+          preparation.store(unpreparable, std::memory_order_release);
+          preparation.notify_all();
+          throw;
+        }
+        preparation.notify_all();
+        return true;
+      }
+      preparation.wait(state, std::memory_order_acquire);
+    }
+    return true;
+  };
 
   std::atomic<std::size_t> next_span{0};
+  detail::fork_join parallel;
   parallel.run(threads, [&](unsigned k) {
+    if (threads == 1 && !prepare()) return;
+    if (k == 0) flows.make();
+    if (!prepare()) return;
     lane_state& w = lanes[k];
     const auto counter_track = [&](std::uint64_t pid, pf::site_event& e) -> std::uint64_t {
       if (e.counter_track != 0 && e.counter_pid == pid) return e.counter_track;
@@ -1161,11 +1176,12 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
       return uuid;
     };
     const std::uint64_t correlation_iid = w.names.id(pf::interner::annotation_name, "correlation_id");
+    const std::vector<detail::track_span>& span = spans->spans();
     for (std::size_t taken; (taken = next_span.fetch_add(1, std::memory_order_relaxed)) < order.size();) {
-      if (parallel.stop()) return;
       // Span c (track by track) is sequence 2 + c: without cuts, track i is sequence 2 + i.
       const std::size_t c = order[taken];
       const std::size_t i = span[c].track;
+      if (!flows.wait(i) || parallel.stop()) return;
       pf::track_writer tw(w.lane, w.names, w.sites, flows, data, span[c], static_cast<std::uint32_t>(c + 2),
                           layout.track_uuids[i], correlation_iid, w.open_ends);
       tw.write(counter_track, [&](std::size_t index, auto&& sample) {
@@ -1178,6 +1194,7 @@ inline export_result write_perfetto_trace(const trace_data& data, const std::fil
     }
     w.lane.flush();
   });
+  pf::packet_stream& out = *file;
   return out.finish(path);
 }
 
