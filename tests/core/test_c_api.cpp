@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "strata/strata.h"
 #include "strata/detail/impl/c_api_state.hpp"
@@ -513,25 +514,31 @@ TEST_CASE("C API: names seen before never go back to the slow look-up") {
     CHECK(slow_lookups() == before);
   }
   SUBCASE("120 literals, on two layers") {
-    const std::uint64_t start = slow_lookups();
-    for (const char* name : engine_names) {
-      strata_push(name);
-      strata_pop();
-      strata_push_layer(STRATA_LAYER_FRAMEWORK, name);
-      strata_pop();
-    }
-    const std::uint64_t first_pass = slow_lookups() - start;
-    CHECK(first_pass == 240);  // once each
-    const std::uint64_t before = slow_lookups();
-    for (int pass = 0; pass < 10; ++pass) {
+    // On a thread of its own, whose cache starts empty: this thread's holds the names of the
+    // tests before, and 240 more could crowd a set past its ways (where one may be dropped).
+    std::uint64_t first_pass = 0, second_pass = 0;
+    std::thread([&] {
+      const std::uint64_t start = slow_lookups();
       for (const char* name : engine_names) {
         strata_push(name);
+        strata_pop();
         strata_push_layer(STRATA_LAYER_FRAMEWORK, name);
         strata_pop();
-        strata_pop();
       }
-    }
-    CHECK(slow_lookups() == before);
+      first_pass = slow_lookups() - start;
+      const std::uint64_t before = slow_lookups();
+      for (int pass = 0; pass < 10; ++pass) {
+        for (const char* name : engine_names) {
+          strata_push(name);
+          strata_push_layer(STRATA_LAYER_FRAMEWORK, name);
+          strata_pop();
+          strata_pop();
+        }
+      }
+      second_pass = slow_lookups() - before;
+    }).join();
+    CHECK(first_pass == 240);  // once each
+    CHECK(second_pass == 0);
   }
   SUBCASE("a reused buffer is checked by its text: a new text is a slow look-up") {
     char buffer[16] = "first";
