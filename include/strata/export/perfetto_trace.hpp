@@ -386,7 +386,7 @@ class track_writer {
       : out_(out), names_(names), sites_(sites),
         next_flow_(std::lower_bound(flows.begin(span.track), flows.end(span.track), span.first,
                                     [](const flow_marks::mark& m, std::size_t i) { return m.record < i; })),
-        flows_end_(flows.end(span.track)), data_(data), span_(span), track_(span.track),
+        flows_end_(flows.end(span.track)), data_(data), span_(span),
         sequence_(sequence), uuid_(uuid), correlation_iid_(correlation_iid), open_(open_ends) {
     char* p = sequence_key_;
     p = proto::put_varint(p, proto::key(packet_sequence_id, proto::wire::varint));
@@ -405,7 +405,7 @@ class track_writer {
   /// record at `index` of the track makes (its device's allocated or reserved bytes).
   template <class CounterTrack, class Memory>
   void write(CounterTrack&& counter_track, Memory&& memory) {
-    const thread_track& t = data_.threads[track_];
+    const thread_track& t = data_.threads[span_.track];
     open_.clear();
     const clock_calibration clock = data_.clock;
     const bool in_ns = t.timestamps_in_ns;
@@ -743,15 +743,12 @@ class track_writer {
     return 2 + 1 + 10 + tail.size() + padded_bytes::copy_slack;
   }
 
-  // A slice begin or an instant: the site's fields, then a correlation id and flow ids.
+  // A slice begin or an instant that write_run's short packets do not cover: the site's
+  // fields, then a correlation id and flow ids.
   [[gnu::always_inline]] void event(site_event& e, std::int64_t t, std::uint64_t correlation_id, std::size_t index) {
-    if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_) [[likely]] {
-      // Nothing of its own: key, length, delta, then the sequence's tail of the site (one
-      // under max_short_tail is write_run's short packet).
-      if (e.tail.size() <= max_short_tail) [[likely]] {
-        out_.commit(short_packet(out_.reserve(short_packet_room(e.tail)), advance(t), e.tail));
-        return;
-      }
+    if (correlation_id == 0 && folded_count_ == 0 && e.tail_sequence == sequence_) {
+      // Nothing of its own, but a tail over max_short_tail: key, length, delta, then the
+      // sequence's tail of the site.
       const std::uint64_t delta = advance(t);
       const std::size_t size = 1 + proto::varint_size(delta) + e.tail.size();
       char* p = out_.reserve(1 + proto::varint_size(size) + size + padded_bytes::copy_slack);
@@ -916,7 +913,6 @@ class track_writer {
   const flow_marks::mark* flows_end_;
   const trace_data& data_;
   track_span span_;
-  std::size_t track_;
   std::uint32_t sequence_;
   std::uint64_t uuid_;
   std::uint64_t correlation_iid_;
@@ -1018,9 +1014,9 @@ struct memory_counters {
   explicit memory_counters(const trace_data& data)
       : profile(data.profile_memory ? read_memory(data) : memory_profile{}), sample_of(data.threads.size()),
         site_of(profile.events.size()) {
-    for (std::size_t k = 0; k < profile.events.size(); ++k) sample_of[profile.events[k].track].emplace(profile.events[k].record, k);
     for (std::size_t k = 0; k < profile.events.size(); ++k) {
       const memory_sample& m = profile.events[k];
+      sample_of[m.track].emplace(m.record, k);
       const std::string name = (m.op == memory_op::reserve ? "Reserved " : "Allocated ") + device_label(m.device);
       auto it = sites.find(name);
       if (it == sites.end()) {
