@@ -3,13 +3,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "strata/clock.hpp"
+#include "strata/detail/shared_handle.hpp"
 #include "strata/profiler_config.hpp"
 #include "strata/record.hpp"
 
@@ -75,7 +75,7 @@ struct thread_track : track_identity {
   /// Between the end of a session and its ordering (detail/session.hpp): the thread's blocks,
   /// handed over as they are (its current one lent) instead of copied while the session ended;
   /// ordering moves their records to the front of `records`. Null in an ordered trace.
-  std::shared_ptr<detail::taken_blocks> taken;
+  detail::shared_handle<detail::taken_blocks> taken;
 
   /// Every record of the track, in `records` or spilled.
   std::uint64_t record_count() const noexcept {
@@ -116,10 +116,10 @@ struct trace_data {
   bool profile_memory = false;
   /// The spill file the tracks' `spilled` extents are in (its name is already removed; the file
   /// goes when the last copy of this pointer does).
-  std::shared_ptr<const detail::spill_file> spill;
+  detail::shared_handle<const detail::spill_file> spill;
   /// The descriptors of the session's `ProfilerStep#N` marks: its steps tracks' records point
   /// into it, so it lives as long as the last copy of the trace (detail/intern.hpp).
-  std::shared_ptr<detail::site_pool> step_sites;
+  detail::shared_handle<detail::site_pool> step_sites;
 
   /// A timestamp of `track` (begin or end of one of its records) in steady_clock ns.
   std::int64_t ns_of(const thread_track& track, std::uint64_t t) const noexcept {

@@ -71,7 +71,7 @@ bool same(const std::vector<record>& a, const std::vector<record>& b) {
 // keeps the rest in memory as a collected session does, and reads the track back.
 std::vector<record> spill_and_read(const std::vector<record>& rs, std::size_t block, std::size_t spilled,
                                    std::uint64_t floor, const strata_test::temp_dir& dir) {
-  auto file = std::make_shared<strata::detail::spill_file>();
+  auto file = strata::detail::make_shared_handle<strata::detail::spill_file>();
   REQUIRE(file->create((dir.path() / "spill.bin").string(), 1).empty());
   strata::trace_data data;
   data.start_ticks = floor;
@@ -132,7 +132,7 @@ TEST_CASE("a spilled track whose spill file cannot be read raises an error namin
   CHECK_THROWS_WITH_AS(strata::detail::read_track(data, data.threads[0], [](const record*, std::size_t) {}),
                        doctest::Contains("spill file"), strata::error);
   strata_test::temp_dir dir("track-reader-short");
-  auto file = std::make_shared<strata::detail::spill_file>();
+  auto file = strata::detail::make_shared_handle<strata::detail::spill_file>();
   REQUIRE(file->create((dir.path() / "spill.bin").string(), 1).empty());
   data.spill = file;  // holds only its header: the extent lies past its end
   CHECK_THROWS_WITH_AS(strata::detail::read_track(data, data.threads[0], [](const record*, std::size_t) {}),

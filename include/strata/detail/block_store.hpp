@@ -346,11 +346,11 @@ class block_store {
   /// removed, or null if nothing was spilled. The store keeps no reference to it, so the file
   /// (and its disk space) goes when its taker lets go, not when the registry drops this store at
   /// the next session.
-  std::shared_ptr<const spill_file> take_spill_file() {
+  shared_handle<const spill_file> take_spill_file() {
     std::lock_guard lock(mutex_);
     if (!spill_->open()) return nullptr;
     spill_->unlink_name();
-    return std::exchange(spill_, std::make_shared<spill_file>());
+    return std::exchange(spill_, make_shared_handle<spill_file>());
   }
 
   /// Once the session ended: what the writer noted of the blocks it spilled of thread `thread`
@@ -538,7 +538,7 @@ class block_store {
     counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
   // Appended by the writer, read by the collector (and after it, by the trace writers).
-  std::shared_ptr<spill_file> spill_ = std::make_shared<spill_file>();
+  shared_handle<spill_file> spill_ = make_shared_handle<spill_file>();
   std::map<std::uint32_t, spilled_thread> spilled_threads_;  // the writer's, until it stops
   std::uint64_t spill_size_ = 0;   // the writer's own copy of spill_.size()
   std::thread writer_;
@@ -549,12 +549,10 @@ class block_store {
 /// block lent by its buffer. Their records are copied out when the session is put in order, off
 /// the thread that ended it; whatever is not copied by then (a window discarded unordered) goes
 /// back to the store with this.
-class taken_blocks {
+class taken_blocks : public shared_object {
  public:
   explicit taken_blocks(std::shared_ptr<block_store> store) : store_(std::move(store)) {}
-  taken_blocks(const taken_blocks&) = delete;
-  taken_blocks& operator=(const taken_blocks&) = delete;
-  ~taken_blocks() { give_back(); }
+  ~taken_blocks() override { give_back(); }
 
   /// With the store's lock held: the next part of the chain.
   void add_block_locked(record_block* b, std::uint32_t count) { parts_.push_back({b, {}, count}); }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "strata/record.hpp"
+#include "strata/detail/shared_handle.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -90,7 +91,7 @@ class intern_table {
 /// `ProfilerStep#N` marks of one window, whose numbers never come back, so interning them would
 /// grow the table without bound on an endless schedule. Made on the profiler's thread; a
 /// descriptor, once made, never moves (readers on other threads hold only its address).
-class site_pool {
+class site_pool : public shared_object {
  public:
   const site* make(layer l, record_kind k, std::string name) {
     const char* stored = names_.emplace_back(std::move(name)).c_str();

@@ -19,6 +19,7 @@
 
 #include "strata/record.hpp"
 #include "strata/detail/record_block.hpp"
+#include "strata/detail/shared_handle.hpp"
 
 namespace strata {
 inline namespace v1 {
@@ -43,12 +44,10 @@ static_assert(sizeof(spill_entry_header) == 16);
 
 /// An open spill file. Appends from one thread (the session's writer), reads from the collecting
 /// thread; the two never touch the same bytes (a block is read only once it is written).
-class spill_file {
+class spill_file : public shared_object {
  public:
   spill_file() = default;
-  spill_file(const spill_file&) = delete;
-  spill_file& operator=(const spill_file&) = delete;
-  ~spill_file() { remove(); }
+  ~spill_file() override { remove(); }
 
   /// Creates `path` (which must not exist) and writes the header. On failure returns a message
   /// naming the path and the reason, and stays closed.

@@ -199,9 +199,9 @@ class thread_buffer {
       t.lost = copy_flight_or_retired(t.records).lost;
       return;
     }
-    std::shared_ptr<taken_blocks> taken;
+    shared_handle<taken_blocks> taken;
     const bool lends = current_ != nullptr && at_->acquire_next() != current_->begin();
-    if (!entries_.empty() || lends) taken = std::make_shared<taken_blocks>(store_);
+    if (!entries_.empty() || lends) taken = make_shared_handle<taken_blocks>(store_);
     std::lock_guard lock(store_->mutex());
     for (block_entry& e : entries_) {
       switch (e.at) {

@@ -673,7 +673,7 @@ struct profiler::session {
     recording_data_.base_time_ns = detail::wall_minus_steady_ns();
     recording_data_.boot_time_ns = detail::boot_minus_steady_ns();
     recording_data_.distributed = config_.distributed;
-    if (marks_steps()) recording_data_.step_sites = std::make_shared<detail::site_pool>();
+    if (marks_steps()) recording_data_.step_sites = detail::make_shared_handle<detail::site_pool>();
     recording_data_.start_ticks = clock::now();
     if (config_.crash_dump)
       detail::crash_recorder::instance().set_window(recording_data_.clock, recording_data_.start_ticks);
