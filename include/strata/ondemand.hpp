@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "strata/capture_status.hpp"
 #include "strata/profiler_config.hpp"
 
 namespace strata {
@@ -43,23 +44,6 @@ struct capture_request {
   std::optional<profiler_config> config = std::nullopt;
 };
 
-/// Why a request was accepted or not.
-enum class capture_outcome : std::uint8_t {
-  accepted,          ///< the capture runs (steps: from the next step boundary)
-  capture_running,   ///< an on-demand capture is running: requests are refused, not queued
-  profiler_running,  ///< another strata::profiler records (one profiler records at a time)
-  invalid,           ///< the request or its configuration is wrong (the message says what)
-  compiled_out,      ///< strata is compiled out (STRATA_ENABLED=0)
-};
-
-/// What `request_capture` did; converts to true when the capture was accepted.
-struct capture_result {
-  capture_outcome outcome = capture_outcome::invalid;
-  /// Accepted: what will be captured and where; refused: why, and what to do.
-  std::string message;
-  explicit operator bool() const noexcept { return outcome == capture_outcome::accepted; }
-};
-
 /// Starts an on-demand capture: a profiler session over the whole process that ends after
 /// `request.steps` steps or `request.duration`, whose trace strata's own thread writes to
 /// `output_dir/ondemand-<pid>-<n>.json` (never overwriting a file: `.1`, `.2`, ... before
@@ -68,14 +52,6 @@ struct capture_result {
 /// while a capture runs is refused (`capture_outcome::capture_running`), never queued. Works in
 /// any program that compiles strata's implementation, with or without STRATA_ONDEMAND.
 capture_result request_capture(const capture_request& request = {}) noexcept;
-
-/// What on-demand capture has done in this process so far.
-struct capture_state {
-  bool running = false;         ///< a capture is recording or being written
-  std::uint64_t written = 0;    ///< captures whose trace file was written
-  std::string last_file;        ///< the last trace file written
-  std::string last_error;       ///< why the last capture wrote nothing, if it did not
-};
 
 /// The on-demand captures' state; safe from any thread.
 capture_state ondemand_state();

@@ -2,9 +2,11 @@
 // is a no-op that does not even compile its arguments, and the RAII types stay declared.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
 
 #include "strata/args/op_args.hpp"
+#include "strata/ondemand.hpp"
 #include "strata/profiler.hpp"
 #include "strata/strata.h"
 #include "strata/strata.hpp"
@@ -60,6 +62,18 @@ TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
   CHECK(prof.stats().recorded == 0);
   CHECK(prof.stats().compiled_out);
   CHECK(prof.data().threads.empty());
+}
+
+// The compiled-out implementation defines these without reading strata/ondemand.hpp: a
+// definition that drifted from the declaration would not link.
+TEST_CASE("compiled out: an on-demand capture is refused, saying why") {
+  const strata::capture_result r = strata::request_capture({.steps = 3, .duration = std::chrono::seconds(1)});
+  CHECK_FALSE(r);
+  CHECK(r.outcome == strata::capture_outcome::compiled_out);
+  CHECK(r.message.find("compiled out") != std::string::npos);
+  const strata::capture_state s = strata::ondemand_state();
+  CHECK_FALSE(s.running);
+  CHECK(s.written == 0);
 }
 
 TEST_CASE("compiled out: code that names the RAII types still compiles and does nothing") {

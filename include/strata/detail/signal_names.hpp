@@ -6,7 +6,6 @@
 
 #include <csignal>
 #include <cstddef>
-#include <string>
 #include <string_view>
 
 namespace strata {
@@ -43,11 +42,12 @@ inline int signal_number(std::string_view text) noexcept {
   return 0;
 }
 
-/// How a signal is named on a kill command line: "USR2", or its number.
-inline std::string kill_name(int sig) {
+/// How a signal is named on a kill command line ("USR2"); null for one of no name in the table
+/// (a real-time signal), which is named by its number.
+inline const char* kill_name(int sig) noexcept {
   for (const auto& n : named_signals)
     if (n.number == sig) return n.name;
-  return std::to_string(sig);
+  return nullptr;
 }
 
 }  // namespace detail

@@ -14,17 +14,23 @@
 #include "strata/device.hpp"
 #include "strata/error.hpp"
 #include "strata/export/trace_format.hpp"
-#include "strata/ondemand.hpp"
+#include "strata/capture_status.hpp"
 #include "strata/profiler.hpp"
 #include "strata/trace_data.hpp"
 
 namespace strata {
 inline namespace v1 {
 
+// Declared in strata/ondemand.hpp, which this file does not read (its <chrono> alone would take
+// longer to compile than the budget of the whole file): the functions below only name them.
+struct capture_request;
+namespace detail {
+struct ondemand_settings;
+}
+
 struct profiler::session {
   profiler_config config;
   core_set cores;
-  trace_data data;
   std::vector<std::string> files;
 };
 
@@ -38,7 +44,7 @@ inline void say_compiled_out() noexcept {
 
 }  // namespace detail
 
-profiler::profiler(profiler_config config) : session_(new session{std::move(config), {}, {}, {}}) {
+profiler::profiler(profiler_config config) : session_(new session{std::move(config), {}, {}}) {
   detail::say_compiled_out();
 }
 profiler::~profiler() { delete session_; }
@@ -69,7 +75,12 @@ profiler_stats profiler::stats() {
   s.compiled_out = true;
   return s;
 }
-const trace_data& profiler::data() { return session_->data; }
+const trace_data& profiler::data() {
+  // Every compiled-out profiler's trace is this empty one; never destroyed, so that the file
+  // does not compile trace_data's destructor.
+  static const trace_data* const empty = new trace_data{};
+  return *empty;
+}
 const profiler_config& profiler::config() const noexcept { return session_->config; }
 const core_set& profiler::capture_cores() const noexcept { return session_->cores; }
 
@@ -78,7 +89,9 @@ capture_result request_capture(const capture_request&) noexcept {
           "strata: compiled out (STRATA_ENABLED=0): this program records no trace"};
 }
 capture_state ondemand_state() { return {}; }
-void detail::enable_ondemand(const ondemand_settings&) { detail::say_compiled_out(); }
+namespace detail {
+void enable_ondemand(const ondemand_settings&) { say_compiled_out(); }
+}  // namespace detail
 
 // The file-name rule, for a compiled-out program that writes a trace_data of its own; shorter
 // messages than the full implementation's keep this file quick to compile.

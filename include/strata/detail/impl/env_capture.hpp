@@ -21,15 +21,10 @@
 // reads) defines, in any of its files: `extern "C" const bool strata_ignore_environment = true;`
 #pragma once
 
-#include <atomic>
 #include <cerrno>
-#include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <exception>
-#include <memory>
-#include <string>
 #include <string_view>
 
 #include <signal.h>
@@ -38,6 +33,10 @@
 #include "strata/config.hpp"
 #include "strata/detail/signal_names.hpp"
 #if STRATA_ENABLED
+#include <exception>
+#include <memory>
+#include <string>
+
 #include "strata/detail/env_capture.hpp"
 #include "strata/detail/trace_file.hpp"
 #include "strata/detail/impl/profiler.hpp"  // environment_profiler
@@ -59,40 +58,45 @@ namespace strata {
 inline namespace v1 {
 namespace detail {
 
-// What the notice handler writes: set before it is installed, never freed. Atomics, lock-free,
-// so that the handler's read is one a thread checker sees ordered after the write.
-inline constinit std::atomic<const char*> signal_notice{nullptr};
-inline constinit std::atomic<std::size_t> signal_notice_size{0};
-static_assert(std::atomic<const char*>::is_always_lock_free, "the signal handler needs lock-free atomics");
+// What the notice handler writes: formatted once, before the handler is installed, and never
+// changed after. The size is read and written with __atomic built-ins (lock-free, so safe in a
+// handler, and ordered for a thread checker) instead of std::atomic, which would make the
+// compiled-out implementation's file read <atomic>.
+inline constinit char signal_notice[160] = {};
+inline constinit std::size_t signal_notice_size = 0;
 
 extern "C" inline void signal_notice_handler(int) {
-  const int saved = errno;  // async-signal-safe: atomic loads and write(2) only
-  const char* text = signal_notice.load(std::memory_order_acquire);
-  if (text != nullptr) {
-    [[maybe_unused]] const ssize_t n =
-        ::write(STDERR_FILENO, text, signal_notice_size.load(std::memory_order_relaxed));
+  const int saved = errno;  // async-signal-safe: an atomic load and write(2) only
+  const std::size_t size = __atomic_load_n(&signal_notice_size, __ATOMIC_ACQUIRE);
+  if (size != 0) {
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, signal_notice, size);
   }
   errno = saved;
 }
 
-/// Gives `sig`, if it is still at its default action, a handler that only writes `message` on
-/// stderr: a signal meant for an on-demand capture that is off then leaves the program running.
-inline void install_signal_notice(int sig, const std::string& message) noexcept {
-  try {
-    struct sigaction old {};
-    if (::sigaction(sig, nullptr, &old) != 0) return;
-    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;  // the program's
-    static const std::string* kept = new std::string(message);  // one notice per process
-    signal_notice_size.store(kept->size(), std::memory_order_relaxed);
-    signal_notice.store(kept->c_str(), std::memory_order_release);
-    struct sigaction act {};
-    act.sa_handler = signal_notice_handler;
-    sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESTART;
-    ::sigaction(sig, &act, nullptr);
-  } catch (...) {
-    // Out of memory at start-up: the signal keeps its default action.
+/// Gives `sig`, if it is still at its default action, a handler that only writes "strata:
+/// signal USR2 ignored: `why`" on stderr: a signal meant for an on-demand capture that is off
+/// then leaves the program running. One notice per process: a second call keeps the first text.
+inline void install_signal_notice(int sig, const char* why) noexcept {
+  struct sigaction old {};
+  if (::sigaction(sig, nullptr, &old) != 0) return;
+  if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;  // the program's
+  if (__atomic_load_n(&signal_notice_size, __ATOMIC_ACQUIRE) == 0) {
+    constexpr std::size_t room = sizeof signal_notice;
+    const char* name = kill_name(sig);
+    const int n = name != nullptr
+                      ? std::snprintf(signal_notice, room, "strata: signal %s ignored: %s\n", name, why)
+                      : std::snprintf(signal_notice, room, "strata: signal %d ignored: %s\n", sig, why);
+    if (n <= 0) return;
+    const std::size_t size = static_cast<std::size_t>(n) < room ? static_cast<std::size_t>(n) : room - 1;
+    signal_notice[size - 1] = '\n';  // a cut notice still ends its line
+    __atomic_store_n(&signal_notice_size, size, __ATOMIC_RELEASE);
   }
+  struct sigaction act {};
+  act.sa_handler = signal_notice_handler;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  ::sigaction(sig, &act, nullptr);
 }
 
 /// Without surrounding blanks.
@@ -136,8 +140,10 @@ class env_capture {
             ondemand->duration.count() > 0
                 ? std::to_string(ondemand->duration.count()) + " ms"
                 : "the next " + std::to_string(ondemand->steps) + " steps";
+        const char* name = kill_name(ondemand->signal);
+        const std::string kill = name != nullptr ? name : std::to_string(ondemand->signal);
         std::fprintf(stderr, "strata: on-demand capture armed: kill -%s %ld records %s into %s\n",
-                     kill_name(ondemand->signal).c_str(), detail::atomic_file::process_id(), what.c_str(),
+                     kill.c_str(), detail::atomic_file::process_id(), what.c_str(),
                      ondemand->config.output_dir.c_str());
         return true;
       }
@@ -155,9 +161,8 @@ class env_capture {
       profiler_.reset();
       if (ondemand_asked) {
         const int sig = ondemand_signal_asked();
-        install_signal_notice(sig, "strata: signal " + kill_name(sig) +
-                                       " ignored: on-demand capture is off for this run (a "
-                                       "STRATA_* value was named at start-up)\n");
+        install_signal_notice(sig, "on-demand capture is off for this run (a STRATA_* value "
+                                   "was named at start-up)");
       }
       return false;
     }
@@ -207,9 +212,7 @@ inline bool arm_from_environment() noexcept {
   if (ondemand || switched_on(std::getenv("STRATA_PROFILE"))) say_compiled_out();
   if (ondemand) {
     const int sig = ondemand_signal_asked();
-    install_signal_notice(sig, "strata: signal " + kill_name(sig) +
-                                   " ignored: strata is compiled out (STRATA_ENABLED=0), no "
-                                   "capture\n");
+    install_signal_notice(sig, "strata is compiled out (STRATA_ENABLED=0), no capture");
   }
   return false;
 #endif
