@@ -59,7 +59,6 @@ extern "C" void strata_link_error__define_STRATA_IMPLEMENTATION_in_one_cpp_file(
 #include "strata/detail/impl/device.hpp"
 #include "strata/detail/impl/ondemand.hpp"
 #include "strata/detail/impl/profiler.hpp"
-#include "strata/detail/impl/trace_format.hpp"
 
 #else
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "strata/error.hpp"
 #include "strata/detail/link_check.h"
 
 namespace strata {
@@ -44,6 +45,17 @@ constexpr bool trace_format_in_name(std::string_view path, trace_format& format)
   return false;
 }
 
+namespace detail {
+
+// One message, built once: the rule's two refusals cost a file that compiles them little.
+[[noreturn]] inline void refuse_trace_name(std::string_view path, const char* why) {
+  std::string message(1, '\'');
+  message.append(path).append("' ").append(why);
+  throw error(message);
+}
+
+}  // namespace detail
+
 /// The format the name of `path` asks for; a name that ends in neither raises `strata::error`
 /// naming the endings strata writes.
 ///
@@ -51,11 +63,24 @@ constexpr bool trace_format_in_name(std::string_view path, trace_format& format)
 /// ```cpp
 /// strata::trace_format_of("out/run.pftrace.gz");  // trace_format::perfetto, gzip-compressed
 /// ```
-trace_format trace_format_of(std::string_view path);
+inline trace_format trace_format_of(std::string_view path) {
+  trace_format format{};
+  if (trace_format_in_name(path, format)) return format;
+  detail::refuse_trace_name(path,
+                            "is not a trace file name: end it in .json or .json.gz (Chrome trace "
+                            "JSON), or .pftrace or .pftrace.gz (Perfetto)");
+}
 
 /// Raises `strata::error` unless `path` names a file of `format`: a writer of one format never
 /// writes a name that says the other.
-void require_trace_format(std::string_view path, trace_format format);
+inline void require_trace_format(std::string_view path, trace_format format) {
+  if (trace_format_of(path) == format) return;
+  detail::refuse_trace_name(path, format == trace_format::chrome_json
+                                      ? "names a Perfetto (.pftrace) file, not Chrome trace JSON: "
+                                        "export_perfetto_trace() writes it"
+                                      : "names a Chrome trace JSON (.json) file, not Perfetto: "
+                                        "export_chrome_trace() writes it");
+}
 
 }  // namespace v1
 }  // namespace strata

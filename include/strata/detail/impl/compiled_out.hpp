@@ -93,18 +93,6 @@ namespace detail {
 void enable_ondemand(const ondemand_settings&) { say_compiled_out(); }
 }  // namespace detail
 
-// The file-name rule, for a compiled-out program that writes a trace_data of its own; shorter
-// messages than the full implementation's keep this file quick to compile.
-trace_format trace_format_of(std::string_view path) {
-  trace_format format{};
-  if (!trace_format_in_name(path, format))
-    throw error("not a trace file name: end it in .json, .json.gz, .pftrace or .pftrace.gz");
-  return format;
-}
-void require_trace_format(std::string_view path, trace_format format) {
-  if (trace_format_of(path) != format) throw error("the file's name asks for the other trace format");
-}
-
 std::vector<average_row> averages::sorted(std::string_view) const { return rows; }
 std::string averages::table(const table_options&) const {
   return "strata is compiled out (STRATA_ENABLED=0): nothing was recorded\n";
