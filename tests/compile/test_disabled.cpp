@@ -62,6 +62,12 @@ TEST_CASE("compiled out: macros record nothing and evaluate no argument") {
   CHECK(prof.stats().recorded == 0);
   CHECK(prof.stats().compiled_out);
   CHECK(prof.data().threads.empty());
+  const strata::averages avg = prof.key_averages({.device_name = "TRN"});
+  CHECK(avg.device_name == "TRN");
+  CHECK(avg.rows.empty());
+  CHECK(avg.sorted("cpu_time_total").empty());
+  CHECK(avg.table().find("compiled out") != std::string::npos);
+  CHECK(avg.to_json().find("\"compiled_out\":true") != std::string::npos);
 }
 
 // The compiled-out implementation defines these without reading strata/ondemand.hpp: a
